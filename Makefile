@@ -1,0 +1,41 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck pytest bench soak mosquitto clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+## demo: start an embedded broker (unless one answers), the example tools, and a scripted agent
+demo: $(STAMP)
+	$(BIN)/argentic-tools demo
+
+## mosquitto: install Debian's mosquitto when it is missing and we can (root + apt-get)
+mosquitto:
+	@bash scripts/ensure-mosquitto.sh
+
+## test: lint, type-check and run the tests with coverage on a real mosquitto
+test: $(STAMP) mosquitto lint typecheck pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check argentic_tools tool_clients
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/python -m pytest --cov --cov-report=term --cov-fail-under=90 -q
+
+## bench: side-by-side benchmark against the raw MQTT floor and argentic
+bench: $(STAMP)
+	$(BIN)/argentic-tools bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

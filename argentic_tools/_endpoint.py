@@ -1,0 +1,363 @@
+"""Serving one tool on one connection: register, receive, validate, run, reply.
+
+Every task gets exactly one reply: the result, or an error naming the tool
+and the cause (invalid arguments, an exception, a result that cannot be
+serialised or is too large). A task id seen before is never executed twice.
+"""
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import traceback
+import uuid
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import PydanticSerializationError
+
+from ._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError, ToolError
+from ._logging import DropLog
+from ._messages import (
+    PROTOCOL_VERSION,
+    ManagerOnlineMessage,
+    RegisterToolMessage,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    TaskStatus,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    ToolSpec,
+    UnregisterToolMessage,
+    encode,
+    parse_message,
+)
+from ._schema import describe_problems, pydantic_problems
+from ._tool import ToolContext, set_current_context
+from ._topics import Topics
+from ._transport import IncomingMessage, Messager
+
+if TYPE_CHECKING:
+    from ._tool import BaseTool
+
+logger = logging.getLogger("argentic_tools.tool")
+
+RECENT_TASKS = 4096
+"""How many recent task ids a tool remembers to refuse re-executing a redelivered task."""
+
+CLOCK_SKEW_ALLOWANCE = 1.0
+"""Seconds past a task's deadline before the tool declines to start it."""
+
+_RUNNING = object()
+
+
+class ToolEndpoint:
+    """Serves ``tool`` on ``messager`` under ``topics`` (one per tool and connection)."""
+
+    def __init__(self, tool: "BaseTool", messager: Messager, topics: Topics) -> None:
+        self.tool = tool
+        self.messager = messager
+        self.topics = topics
+        self.tool_id = tool.pinned_id or tool.id or str(uuid.uuid4())
+        self.confirmed = asyncio.Event()
+        self._refused: str | None = None
+        self._limiter = asyncio.Semaphore(tool.max_concurrency) if tool.max_concurrency else None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._recent: OrderedDict[str, Any] = OrderedDict()
+        self._drops = DropLog(logger)
+        self._stopped = False
+        self._registration = b""
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self, *, confirm_timeout: float = 5.0, attempts: int = 3) -> str:
+        """Subscribe, register, and wait (bounded) for a confirmation; returns the tool id."""
+        await self.messager.subscribe(self.topics.status, self._on_status)
+        await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
+        self.messager.add_reconnect_hook(self._register)
+        self.tool.id = self.tool_id
+        self._registration = self._build_registration()
+        for attempt in range(attempts):
+            await self._register()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(confirm_timeout / attempts * (attempt + 1)):
+                    await self.confirmed.wait()
+            if self._refused is not None:
+                raise RegistrationError(f"tool {self.tool.name!r}: {self._refused}")
+            if self.confirmed.is_set():
+                return self.tool_id
+        logger.info(
+            "tool %r: no manager confirmed the registration yet; serving anyway and "
+            "registering again when a manager announces itself",
+            self.tool.name,
+        )
+        return self.tool_id
+
+    async def stop(self, *, grace_period: float = 10.0, announce: bool = True) -> None:
+        """Unregister, let in-flight calls finish within ``grace_period``, then cancel the rest."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self.messager.remove_reconnect_hook(self._register)
+        with contextlib.suppress(Exception):
+            await self.messager.unsubscribe(self.topics.call(self.tool_id), self._on_task)
+            await self.messager.unsubscribe(self.topics.status, self._on_status)
+        if announce and self.messager.is_connected():
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2):
+                    await self.messager.publish(
+                        self.topics.register,
+                        UnregisterToolMessage(tool_id=self.tool_id, source=self.messager.client_id),
+                    )
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=grace_period)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=2)
+
+    @property
+    def in_flight(self) -> int:
+        """Calls being served right now."""
+        return len(self._tasks)
+
+    # -- registration ----------------------------------------------------------
+
+    def _build_registration(self) -> bytes:
+        tool = self.tool
+        spec = ToolSpec(
+            name=tool.name,
+            description=tool.manual,
+            input_schema=tool.input_schema,
+            output_schema=tool.output_schema,
+            tags=tool.tags,
+            examples=tool.examples,
+            metadata=tool._spec_metadata(),
+        )
+        message = RegisterToolMessage(
+            source=self.messager.client_id,
+            tool_name=tool.name,
+            tool_manual=tool.manual,
+            tool_api=tool.api,
+            tool_spec=spec,
+            tool_id=self.tool_id,
+            protocol=PROTOCOL_VERSION,
+        )
+        return encode(message)
+
+    async def _register(self) -> None:
+        if self._stopped:
+            return
+        try:
+            await self.messager.publish(self.topics.register, self._registration)
+        except PayloadTooLargeError as exc:
+            self._refused = f"registration is too large: {exc}"
+            self.confirmed.set()
+
+    async def _on_status(self, message: IncomingMessage) -> None:
+        try:
+            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
+        except ProtocolError:
+            return  # the status topic is shared; other peers' chatter is not ours to judge
+        if isinstance(parsed, ManagerOnlineMessage):
+            await self._register()
+        elif isinstance(parsed, ToolRegisteredMessage):
+            if parsed.tool_name != self.tool.name:
+                return
+            if parsed.tool_id == self.tool_id:
+                self.confirmed.set()
+            elif parsed.target in (None, self.messager.client_id) and not self.confirmed.is_set():
+                # A manager that assigns its own ids (Argentic's) chose another one: adopt it.
+                await self._adopt(parsed.tool_id)
+                self.confirmed.set()
+        elif (
+            isinstance(parsed, ToolRegistrationErrorMessage)
+            and parsed.tool_name == self.tool.name
+            and (parsed.tool_id == self.tool_id or parsed.target == self.messager.client_id)
+        ):
+            self._refused = parsed.error
+            self.confirmed.set()
+
+    async def _adopt(self, tool_id: str) -> None:
+        old = self.topics.call(self.tool_id)
+        self.tool_id = self.tool.id = tool_id
+        await self.messager.subscribe(self.topics.call(tool_id), self._on_task)
+        await self.messager.unsubscribe(old, self._on_task)
+        self._registration = self._build_registration()
+
+    # -- serving -----------------------------------------------------------------
+
+    async def _on_task(self, message: IncomingMessage) -> None:
+        try:
+            task = parse_message(message.payload, self.messager.max_payload_bytes)
+        except ProtocolError as exc:
+            self._drops.drop(message.topic, str(exc))
+            return
+        if type(task) is not TaskMessage:
+            self._drops.drop(message.topic, f"expected a TASK message, got {task.type}")
+            return
+        if task.tool_id != self.tool_id:
+            self._drops.drop(message.topic, f"task for tool id {task.tool_id!r}, not this tool")
+            return
+        seen = self._recent.get(task.task_id)
+        if seen is not None:
+            if seen is _RUNNING:
+                self._drops.drop(message.topic, f"task {task.task_id} is already running")
+            else:
+                await self._publish_reply(seen, task)
+            return
+        if task.deadline is not None and time.time() > task.deadline + CLOCK_SKEW_ALLOWANCE:
+            self._drops.drop(message.topic, f"task {task.task_id} arrived after its deadline")
+            return
+        self._remember(task.task_id, _RUNNING)
+        runner = asyncio.create_task(
+            self._serve(task), name=f"tool:{self.tool.name}:{task.task_id}"
+        )
+        self._tasks.add(runner)
+        runner.add_done_callback(self._tasks.discard)
+
+    def _remember(self, task_id: str, value: Any) -> None:
+        self._recent[task_id] = value
+        self._recent.move_to_end(task_id)
+        while len(self._recent) > RECENT_TASKS:
+            self._recent.popitem(last=False)
+
+    async def _serve(self, task: TaskMessage) -> None:
+        reply: bytes
+        try:
+            if self._limiter is None:
+                reply = await self._run(task)
+            else:
+                async with self._limiter:
+                    reply = await self._run(task)
+        except asyncio.CancelledError:
+            reply = self._error(task, "cancelled: the tool service is shutting down", "cancelled")
+            self._remember(task.task_id, reply)
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(1):
+                    await self._publish_reply(reply, task)
+            raise
+        self._remember(task.task_id, reply)
+        await self._publish_reply(reply, task)
+
+    async def _run(self, task: TaskMessage) -> bytes:
+        tool = self.tool
+        context = task.context
+        token = set_current_context(
+            ToolContext(
+                task_id=task.task_id,
+                tool_id=self.tool_id,
+                tool_name=tool.name,
+                call_id=task.call_id,
+                thread_id=context.thread_id if context else None,
+                trace_id=context.trace_id if context else None,
+                user_id=context.user_id if context else None,
+                deadline=task.deadline,
+                source=task.source,
+            )
+        )
+        started = time.perf_counter()
+        try:
+            kwargs = tool.validate_arguments(task.arguments or {})
+        except PydanticValidationError as exc:
+            problems = pydantic_problems(exc)
+            return self._error(
+                task,
+                f"invalid arguments: {describe_problems(problems)}",
+                "invalid_arguments",
+                details=problems,
+            )
+        try:
+            output = await tool._execute(**kwargs)
+        except ToolError as exc:
+            return self._error(task, exc.message, "execution_error", details=exc.details)
+        except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply
+            logger.warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
+            return self._error(
+                task,
+                f"{type(exc).__name__}: {exc}",
+                "execution_error",
+                trace=traceback.format_exc() if tool.debug else None,
+            )
+        finally:
+            set_current_context(None) if token is None else token.var.reset(token)
+        result = TaskResultMessage(
+            task_id=task.task_id,
+            tool_id=self.tool_id,
+            tool_name=tool.name,
+            arguments=task.arguments,
+            call_id=task.call_id,
+            status=TaskStatus.SUCCESS,
+            result=output,
+            source=self.messager.client_id,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+        try:
+            data = encode(result)
+        except PydanticSerializationError as exc:
+            return self._error(
+                task,
+                f"the tool returned a value that is not JSON-serialisable "
+                f"({type(output).__name__}): {str(exc).splitlines()[0]}",
+                "execution_error",
+            )
+        if len(data) > self.messager.max_payload_bytes:
+            return self._error(
+                task,
+                f"the result is {len(data)} bytes, more than the limit of "
+                f"{self.messager.max_payload_bytes} bytes",
+                "execution_error",
+            )
+        return data
+
+    def _error(
+        self,
+        task: TaskMessage,
+        text: str,
+        code: str,
+        *,
+        details: Any = None,
+        trace: str | None = None,
+    ) -> bytes:
+        status = TaskStatus.CANCELLED if code == "cancelled" else TaskStatus.FAILED
+        message = TaskErrorMessage(
+            task_id=task.task_id,
+            tool_id=self.tool_id,
+            tool_name=self.tool.name,
+            arguments=task.arguments,
+            call_id=task.call_id,
+            status=status,
+            error=f"Tool '{self.tool.name}' failed: {text}",
+            error_code=code,
+            details=_jsonable(details),
+            traceback=trace,
+            source=self.messager.client_id,
+        )
+        return encode(message)
+
+    async def _publish_reply(self, reply: bytes, task: TaskMessage) -> None:
+        # Wait for a lost connection to come back, but not past the caller's patience.
+        patience = 30.0 if task.deadline is None else max(task.deadline - time.time(), 0) + 5
+        try:
+            async with asyncio.timeout(patience):
+                await self.messager.publish(self.topics.response(self.tool_id), reply)
+        except (TimeoutError, BrokerError) as exc:
+            logger.warning(
+                "tool %r: could not send the reply to task %s: %s",
+                self.tool.name,
+                task.task_id,
+                exc,
+            )
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value

@@ -1,0 +1,854 @@
+"""The agent side: the tool registry and calls with deadlines.
+
+One handler on the register topic maintains the registry; one wildcard
+subscription on ``{response_base}/+`` receives every result; each pending call
+waits on its own future keyed by task id, under a deadline that wraps only the
+wait. A tool's MQTT Last Will ends its pending calls at once.
+"""
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import Any, Self
+
+from ._errors import BrokerError, PayloadTooLargeError, ProtocolError
+from ._logging import DropLog, LogLevel, parse_log_level
+from ._messages import (
+    PROTOCOL_VERSION,
+    CallContext,
+    ClientOfflineMessage,
+    ManagerOnlineMessage,
+    RegisterToolMessage,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    TaskStatus,
+    ToolCallRequest,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    ToolResult,
+    ToolUnregisteredMessage,
+    UnregisterToolMessage,
+    encode,
+    parse_message,
+)
+from ._pipeline import (
+    AllToolsEnabled,
+    Observation,
+    ObservationPump,
+    ObservationRecorder,
+    ToolPolicy,
+)
+from ._schema import SchemaValidator, describe_problems
+from ._topics import (
+    DEFAULT_CALL_TOPIC_BASE,
+    DEFAULT_REGISTER_TOPIC,
+    DEFAULT_RESPONSE_TOPIC_BASE,
+    DEFAULT_STATUS_TOPIC,
+    Topics,
+    is_valid_tool_id,
+    tool_name_problem,
+)
+from ._transport import IncomingMessage, Messager
+
+_ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
+_REMEMBER_FINISHED = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """A registered tool, as listed by :meth:`ToolManager.get_available_tools`."""
+
+    id: str
+    """Tool id (topic level of its call and response topics)."""
+    name: str
+    """Tool name."""
+    description: str
+    """What the tool does."""
+    input_schema: dict[str, Any]
+    """JSON Schema of the arguments."""
+    output_schema: dict[str, Any] | None
+    """JSON Schema of a successful result, when declared."""
+    tags: tuple[str, ...]
+    """Discovery tags."""
+    examples: tuple[dict[str, Any], ...]
+    """Example calls."""
+    source: str | None
+    """Client id of the process serving the tool."""
+    registered_at: str
+    """ISO 8601 time of the (latest) registration."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Implementation metadata, e.g. ``max_concurrency``."""
+
+
+class _Entry:
+    __slots__ = ("_output_validator", "_validator", "info", "legacy", "public")
+
+    def __init__(self, info: ToolInfo, legacy: bool) -> None:
+        self.info = info
+        self.legacy = legacy
+        self.public: dict[str, Any] = {
+            "id": info.id,
+            "name": info.name,
+            "description": info.description,
+            "parameters": json.dumps(info.input_schema, separators=(",", ":")),
+            "registered_at": info.registered_at,
+            "source_client_id": info.source,
+            "tags": list(info.tags),
+        }
+        self._validator: SchemaValidator | None = None
+        self._output_validator: SchemaValidator | None = None
+
+    @property
+    def validator(self) -> SchemaValidator:
+        if self._validator is None:
+            self._validator = SchemaValidator(self.info.input_schema)
+        return self._validator
+
+    @property
+    def output_validator(self) -> SchemaValidator | None:
+        if self.info.output_schema is None:
+            return None
+        if self._output_validator is None:
+            self._output_validator = SchemaValidator(self.info.output_schema)
+        return self._output_validator
+
+
+@dataclass(slots=True)
+class _Pending:
+    future: "asyncio.Future[ToolResult]"
+    tool_id: str
+
+
+class ToolManager:
+    """Registry of tools on the broker and the way to call them.
+
+    Args:
+        messager: Connected :class:`Messager` (the manager does not own it).
+        log_level: Level of the manager's logger.
+        register_topic: Where tools register and unregister.
+        tool_call_topic_base: Tasks go to ``{base}/{tool_id}``.
+        tool_response_topic_base: Results come from ``{base}/{tool_id}``.
+        status_topic: Where registrations are confirmed.
+        default_timeout: Seconds a call waits when no timeout is given.
+        policy: Which tools each conversation thread may use (all by default).
+        recorder: Receives one :class:`Observation` per call attempt.
+
+    Example:
+        >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
+        ...     manager = ToolManager(messager)
+        ...     await manager.async_init()
+        ...     result = await manager.execute_tool("calculate", {"expression": "2+2"})
+
+    """
+
+    def __init__(
+        self,
+        messager: Messager,
+        log_level: LogLevel | str = LogLevel.INFO,
+        register_topic: str = DEFAULT_REGISTER_TOPIC,
+        tool_call_topic_base: str = DEFAULT_CALL_TOPIC_BASE,
+        tool_response_topic_base: str = DEFAULT_RESPONSE_TOPIC_BASE,
+        status_topic: str = DEFAULT_STATUS_TOPIC,
+        default_timeout: int | float = 30,
+        *,
+        policy: ToolPolicy | None = None,
+        recorder: ObservationRecorder | None = None,
+    ) -> None:
+        self.messager = messager
+        self.register_topic = register_topic
+        self.tool_call_topic_base = tool_call_topic_base
+        self.tool_response_topic_base = tool_response_topic_base
+        self.status_topic = status_topic
+        self.topics = Topics(
+            register_topic, tool_call_topic_base, tool_response_topic_base, status_topic
+        )
+        self.default_timeout = default_timeout
+        self.policy: ToolPolicy = policy or AllToolsEnabled()
+        self.logger = logging.getLogger("argentic_tools.manager")
+        self.log_level = parse_log_level(log_level)
+        self.logger.setLevel(self.log_level)
+        self.tools_by_id: dict[str, dict[str, Any]] = {}
+        self.tools_by_name: dict[str, dict[str, Any]] = {}
+        self._entries: dict[str, _Entry] = {}
+        self._by_name: dict[str, list[_Entry]] = {}
+        self._round_robin = 0
+        self._pending: dict[str, _Pending] = {}
+        self._finished: OrderedDict[str, None] = OrderedDict()
+        self._drops = DropLog(self.logger)
+        self._background: set[asyncio.Task[None]] = set()
+        self._prompt_cache: str | None = None
+        self._pump = ObservationPump(recorder) if recorder is not None else None
+        self._initialised = False
+
+    # -- lifecycle ------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.async_init()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def async_init(self) -> None:
+        """Subscribe to registrations and results, then announce this manager.
+
+        Live tools answer the announcement by registering again, so a
+        restarted manager has its registry back within a round trip.
+
+        Raises:
+            RuntimeError: Called twice.
+
+        """
+        if self._initialised:
+            raise RuntimeError("this ToolManager is already initialised")
+        self._initialised = True
+        await self.messager.subscribe(self.topics.register, self._on_register_topic)
+        await self.messager.subscribe(self.topics.response_filter, self._on_response)
+        self.messager.add_reconnect_hook(self._announce)
+        await self._announce()
+
+    async def aclose(self) -> None:
+        """Stop listening; pending calls end with an error saying the manager closed."""
+        if not self._initialised:
+            return
+        self._initialised = False
+        self.messager.remove_reconnect_hook(self._announce)
+        for pending in list(self._pending.values()):
+            if not pending.future.done():
+                pending.future.set_exception(BrokerError("the ToolManager was closed"))
+        with contextlib.suppress(Exception):
+            await self.messager.unsubscribe(self.topics.register, self._on_register_topic)
+            await self.messager.unsubscribe(self.topics.response_filter, self._on_response)
+        for task in list(self._background):
+            task.cancel()
+        if self._pump is not None:
+            await self._pump.flush()
+            await self._pump.close()
+
+    async def flush_observations(self) -> None:
+        """Wait until every observation so far has reached the recorder."""
+        if self._pump is not None:
+            await self._pump.flush()
+
+    async def _announce(self) -> None:
+        await self.messager.publish(
+            self.topics.status, ManagerOnlineMessage(source=self.messager.client_id)
+        )
+
+    def set_log_level(self, level: LogLevel | str) -> None:
+        """Change the manager's log level (``"DEBUG"``, ``LogLevel.INFO``, ...)."""
+        self.log_level = parse_log_level(level)
+        self.logger.setLevel(self.log_level)
+
+    # -- registry --------------------------------------------------------------
+
+    def get_tool_names(self) -> list[str]:
+        """Names of all registered tools (each name once)."""
+        return list(self._by_name)
+
+    def get_available_tools(
+        self,
+        enabled_for_thread_id: str | None = None,
+        tags: Iterable[str] | None = None,
+    ) -> list[ToolInfo]:
+        """Registered tools enabled for a thread and carrying all of ``tags`` (one per name)."""
+        wanted = set(tags or ())
+        found = []
+        for name, entries in self._by_name.items():
+            info = entries[0].info
+            if wanted and not wanted.issubset(info.tags):
+                continue
+            if not self.policy.is_enabled(name, enabled_for_thread_id):
+                continue
+            found.append(info)
+        return found
+
+    def generate_tool_descriptions_for_prompt(self) -> str:
+        """JSON list of ``{tool_id, name, description, parameters}`` for an LLM prompt."""
+        if self._prompt_cache is None:
+            self._prompt_cache = json.dumps(
+                [
+                    {
+                        "tool_id": entries[0].info.id,
+                        "name": name,
+                        "description": entries[0].info.description,
+                        "parameters": entries[0].info.input_schema,
+                    }
+                    for name, entries in self._by_name.items()
+                ],
+                ensure_ascii=False,
+            )
+        return self._prompt_cache
+
+    def get_tools_description(self) -> str:
+        """Alias of :meth:`generate_tool_descriptions_for_prompt`."""
+        return self.generate_tool_descriptions_for_prompt()
+
+    def _lookup(self, tool_name_or_id: str) -> _Entry | None:
+        entry = self._entries.get(tool_name_or_id)
+        if entry is not None:
+            return entry
+        entries = self._by_name.get(tool_name_or_id)
+        if not entries:
+            return None
+        if len(entries) == 1:
+            return entries[0]
+        self._round_robin += 1
+        return entries[self._round_robin % len(entries)]
+
+    async def _on_register_topic(self, message: IncomingMessage) -> None:
+        try:
+            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
+        except ProtocolError as exc:
+            self._drops.drop(message.topic, str(exc))
+            return
+        if isinstance(parsed, RegisterToolMessage):
+            self._handle_register(parsed)
+        elif isinstance(parsed, UnregisterToolMessage):
+            entry = self._entries.get(parsed.tool_id)
+            if entry is None:
+                self.logger.debug("unregistration of unknown tool id %s", parsed.tool_id)
+            elif parsed.source is not None and entry.info.source not in (None, parsed.source):
+                self._drops.drop(
+                    message.topic,
+                    f"{parsed.source} cannot unregister "
+                    f"tool {parsed.tool_id} owned by {entry.info.source}",
+                )
+            else:
+                self._remove(entry, "unregistered")
+        elif isinstance(parsed, ClientOfflineMessage):
+            for entry in [e for e in self._entries.values() if e.info.source == parsed.source]:
+                self._remove(entry, "offline")
+        else:
+            self._drops.drop(message.topic, f"unexpected {parsed.type} message")
+
+    def _handle_register(self, reg: RegisterToolMessage) -> None:
+        name, source = reg.tool_name, reg.source
+        problem = tool_name_problem(name)
+        spec = reg.tool_spec
+        schema: Any
+        if problem is None:
+            if spec is not None and spec.input_schema:
+                schema = spec.input_schema
+            else:
+                try:
+                    schema = json.loads(reg.tool_api or "{}")
+                except json.JSONDecodeError as exc:
+                    problem = f"tool_api is not valid JSON: {exc}"
+        if problem is None and not isinstance(schema, dict):
+            problem = "the argument schema must be a JSON object"
+        if problem is None:
+            try:
+                SchemaValidator(schema or {"type": "object"})
+            except ValueError as exc:
+                problem = str(exc)
+        tool_id = reg.tool_id
+        if problem is None and tool_id is not None:
+            holder = self._entries.get(tool_id)
+            if not is_valid_tool_id(tool_id):
+                problem = f"tool id {tool_id!r} is not a valid topic level"
+            elif holder is not None and (holder.info.name, holder.info.source) != (name, source):
+                problem = (
+                    f"tool id {tool_id} is already used by tool {holder.info.name!r} "
+                    f"from {holder.info.source}"
+                )
+        if problem is not None:
+            self._drops.drop(self.topics.register, f"registration of {name!r} refused: {problem}")
+            self._spawn(
+                self._publish_status(
+                    ToolRegistrationErrorMessage(
+                        source=self.messager.client_id,
+                        tool_name=str(name),
+                        error=problem,
+                        tool_id=tool_id,
+                        target=source,
+                    )
+                )
+            )
+            return
+        if tool_id is None:
+            same = [e for e in self._by_name.get(name, ()) if e.info.source == source]
+            if same:
+                tool_id = same[0].info.id
+            elif source:
+                tool_id = str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x00{name}"))
+            else:
+                tool_id = str(uuid.uuid4())
+        for stale in [
+            e
+            for e in self._by_name.get(name, ())
+            if e.info.source == source and e.info.id != tool_id
+        ]:
+            self._remove(stale, "replaced")
+        info = ToolInfo(
+            id=tool_id,
+            name=name,
+            description=reg.tool_manual or (spec.description if spec else ""),
+            input_schema=schema or {"type": "object", "properties": {}},
+            output_schema=spec.output_schema if spec else None,
+            tags=tuple(spec.tags) if spec else (),
+            examples=tuple(spec.examples) if spec else (),
+            source=source,
+            registered_at=datetime.now(UTC).isoformat(),
+            metadata=dict(spec.metadata) if spec else {},
+        )
+        previous = self._entries.get(tool_id)
+        entry = _Entry(info, legacy=reg.protocol is None)
+        if previous is not None:
+            self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
+        else:
+            self._by_name.setdefault(name, []).append(entry)
+            self.logger.info("registered tool %r as %s (from %s)", name, tool_id, source)
+        self._entries[tool_id] = entry
+        self.tools_by_id[tool_id] = entry.public
+        self.tools_by_name[name] = self._by_name[name][0].public
+        self._prompt_cache = None
+        self._spawn(
+            self._publish_status(
+                ToolRegisteredMessage(
+                    source=self.messager.client_id,
+                    tool_id=tool_id,
+                    tool_name=name,
+                    target=source,
+                )
+            )
+        )
+
+    def _remove(self, entry: _Entry, reason: str) -> None:
+        info = entry.info
+        if self._entries.get(info.id) is not entry:
+            return
+        del self._entries[info.id]
+        self.tools_by_id.pop(info.id, None)
+        remaining = [e for e in self._by_name.get(info.name, ()) if e is not entry]
+        if remaining:
+            self._by_name[info.name] = remaining
+            self.tools_by_name[info.name] = remaining[0].public
+        else:
+            self._by_name.pop(info.name, None)
+            self.tools_by_name.pop(info.name, None)
+        self._prompt_cache = None
+        self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
+        if reason != "replaced":
+            gone = (
+                "went offline (its process disconnected)"
+                if reason == "offline"
+                else ("was unregistered")
+            )
+            for task_id, pending in list(self._pending.items()):
+                if pending.tool_id == info.id and not pending.future.done():
+                    pending.future.set_result(
+                        self._error(
+                            task_id,
+                            info.id,
+                            info.name,
+                            None,
+                            f"Tool '{info.name}' {gone} before answering.",
+                            "tool_offline",
+                        )
+                    )
+        self._spawn(
+            self._publish_status(
+                ToolUnregisteredMessage(
+                    source=self.messager.client_id,
+                    tool_id=info.id,
+                    tool_name=info.name,
+                    reason=reason,
+                )
+            )
+        )
+
+    async def _publish_status(self, message: Any) -> None:
+        try:
+            async with asyncio.timeout(10):
+                await self.messager.publish(self.topics.status, message)
+        except (TimeoutError, BrokerError) as exc:
+            self.logger.warning("could not publish %s: %s", message.type, exc)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- results -----------------------------------------------------------------
+
+    async def _on_response(self, message: IncomingMessage) -> None:
+        tool_id = self.topics.tool_id_from_response(message.topic)
+        try:
+            result = parse_message(message.payload, self.messager.max_payload_bytes)
+        except ProtocolError as exc:
+            self._drops.drop(message.topic, str(exc))
+            return
+        if not isinstance(result, TaskResultMessage | TaskErrorMessage):
+            self._drops.drop(message.topic, f"expected a result, got a {result.type} message")
+            return
+        pending = self._pending.get(result.task_id)
+        if pending is None or pending.future.done():
+            if result.task_id in self._finished or pending is not None:
+                self._drops.drop(
+                    message.topic,
+                    f"late or duplicate result for task {result.task_id}",
+                    logging.INFO,
+                )
+            else:
+                # Normal when several managers share a broker: it answers another's call.
+                self.logger.debug("result for unknown task %s on %s", result.task_id, message.topic)
+            return
+        if pending.tool_id != tool_id:
+            self._drops.drop(
+                message.topic,
+                f"result for task {result.task_id} arrived on "
+                f"tool {tool_id}'s topic, but the task went to {pending.tool_id}",
+            )
+            return
+        pending.future.set_result(result)
+
+    # -- calls -------------------------------------------------------------------
+
+    async def execute_tool(
+        self,
+        tool_name_or_id: str,
+        arguments: dict[str, Any],
+        task_id_override: str | None = None,
+        timeout: float | None = None,
+        *,
+        call_id: str | None = None,
+        context: CallContext | None = None,
+    ) -> ToolResult:
+        """Call a tool and wait for its result; never raises for a failed call.
+
+        Args:
+            tool_name_or_id: Tool name, or a tool id to pick one instance.
+            arguments: Arguments object; checked against the tool's JSON Schema
+                before anything is published.
+            task_id_override: Task id to use instead of a fresh UUID.
+            timeout: Seconds to wait; ``default_timeout`` when None. Zero means
+                no time at all (the call times out without being sent).
+            call_id: The caller's id for the call, returned unchanged.
+            context: Thread, trace and user ids, delivered to the tool.
+
+        Returns:
+            A :class:`TaskResultMessage` on success; otherwise a
+            :class:`TaskErrorMessage` whose ``error`` names the tool and the
+            cause and whose ``error_code`` is one of ``not_found``,
+            ``not_enabled``, ``invalid_arguments``, ``invalid_output``,
+            ``execution_error``, ``timeout`` or ``tool_offline``.
+
+        """
+        started = time.perf_counter()
+        task_id = task_id_override or str(uuid.uuid4())
+        result = await self._execute(
+            tool_name_or_id, arguments, task_id, timeout, call_id, context, started
+        )
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        if call_id is not None:
+            result.call_id = call_id
+        if self._pump is not None:
+            self._observe(result, context)
+        return result
+
+    async def _execute(
+        self,
+        name: str,
+        arguments: Any,
+        task_id: str,
+        timeout: float | None,
+        call_id: str | None,
+        context: CallContext | None,
+        started: float,
+    ) -> ToolResult:
+        entry = self._lookup(name)
+        if entry is None:
+            return self._error(
+                task_id,
+                "unknown",
+                name,
+                arguments,
+                f"Tool '{name}' not found.",
+                "not_found",
+                details={"available": self.get_tool_names()},
+            )
+        info = entry.info
+        thread_id = context.thread_id if context else None
+        if not self.policy.is_enabled(info.name, thread_id):
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' is not enabled for thread '{thread_id}'.",
+                "not_enabled",
+            )
+        if not isinstance(arguments, dict):
+            kind = "a JSON string" if isinstance(arguments, str) else type(arguments).__name__
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}': arguments must be a JSON object mapping parameter names "
+                f"to values, but {kind} came; pass the object itself, not a string.",
+                "invalid_arguments",
+                details=[{"path": "$", "message": "expected an object", "got": kind}],
+            )
+        problems = entry.validator.problems(arguments)
+        if problems:
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}': invalid arguments: {describe_problems(problems)}",
+                "invalid_arguments",
+                details=problems,
+            )
+        wait = self.default_timeout if timeout is None else timeout
+        if wait <= 0:
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' timed out: the timeout was {wait:g} s, "
+                "so the call was not sent.",
+                "timeout",
+                status=TaskStatus.TIMEOUT,
+            )
+        if task_id in self._pending:
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}': task id {task_id} is already in flight; "
+                "use a unique id per call.",
+                "invalid_arguments",
+            )
+        task = TaskMessage.model_construct(
+            type="TASK",
+            source=self.messager.client_id,
+            timestamp=time.time(),
+            message_id=task_id,
+            data=None,
+            task_id=task_id,
+            tool_id=info.id,
+            tool_name=info.name,
+            arguments=arguments,
+            call_id=call_id,
+            timeout_seconds=wait,
+            deadline=time.time() + wait,
+            context=context,
+            trace=None,
+            dry_run=False,
+            approval_token=None,
+        )
+        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+        self._pending[task_id] = _Pending(future, info.id)
+        try:
+            async with asyncio.timeout(wait):
+                await self.messager.publish(self.topics.call(info.id), encode(task))
+                result = await future
+        except TimeoutError:
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' timed out after {wait:g} s (task {task_id}).",
+                "timeout",
+                status=TaskStatus.TIMEOUT,
+            )
+        except PayloadTooLargeError as exc:
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}': the call is too large to send: {exc}",
+                "invalid_arguments",
+            )
+        except BrokerError as exc:
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' could not be called: {exc}",
+                "execution_error",
+            )
+        finally:
+            del self._pending[task_id]
+            self._finished[task_id] = None
+            if len(self._finished) > _REMEMBER_FINISHED:
+                self._finished.popitem(last=False)
+        if isinstance(result, TaskResultMessage) and result.ok:
+            validator = entry.output_validator
+            if validator is not None:
+                out_problems = validator.problems(result.result)
+                if out_problems:
+                    return self._error(
+                        task_id,
+                        info.id,
+                        info.name,
+                        arguments,
+                        f"Tool '{info.name}' returned output that does not match its output "
+                        f"schema: {describe_problems(out_problems)}",
+                        "invalid_output",
+                        details=out_problems,
+                    )
+        elif isinstance(result, TaskResultMessage):
+            # A peer reported a failure without an error text: make it a proper error.
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' failed with status {result.status.value}.",
+                "execution_error",
+                status=result.status,
+            )
+        return result
+
+    def _error(
+        self,
+        task_id: str,
+        tool_id: str,
+        tool_name: str,
+        arguments: Any,
+        text: str,
+        code: str,
+        *,
+        status: TaskStatus = TaskStatus.FAILED,
+        details: Any = None,
+    ) -> TaskErrorMessage:
+        return TaskErrorMessage.model_construct(
+            type="TASK",
+            source=self.messager.client_id,
+            timestamp=time.time(),
+            message_id=str(uuid.uuid4()),
+            data=None,
+            task_id=task_id,
+            tool_id=tool_id,
+            tool_name=tool_name,
+            arguments=arguments if isinstance(arguments, dict) else None,
+            call_id=None,
+            timeout_seconds=None,
+            deadline=None,
+            context=None,
+            trace=None,
+            dry_run=False,
+            approval_token=None,
+            status=status,
+            error=text,
+            traceback=None,
+            error_code=code,
+            details=details,
+            duration_ms=None,
+            result=None,
+        )
+
+    def _observe(self, result: ToolResult, context: CallContext | None) -> None:
+        assert self._pump is not None
+        error = result if isinstance(result, TaskErrorMessage) else None
+        self._pump.submit(
+            Observation(
+                call_id=result.call_id,
+                task_id=result.task_id,
+                tool_name=result.tool_name,
+                tool_id=result.tool_id if result.tool_id != "unknown" else None,
+                thread_id=context.thread_id if context else None,
+                trace_id=context.trace_id if context else None,
+                status=result.status.value,
+                error_code=error.error_code if error else None,
+                duration_ms=result.duration_ms or 0.0,
+                arguments=result.arguments,
+                result=None if error else result.result,
+                error=error.error if error else None,
+                timestamp=time.time(),
+            )
+        )
+
+    async def get_tool_results(
+        self, tool_call_requests: Sequence[ToolCallRequest]
+    ) -> tuple[list[ToolResult], bool]:
+        """Run several calls concurrently.
+
+        Returns:
+            The results in request order, and whether any of them failed.
+
+        """
+        results = await asyncio.gather(
+            *(
+                self.execute_tool(
+                    request.tool_id,
+                    request.arguments,
+                    task_id_override=request.call_id,
+                    timeout=request.timeout,
+                    call_id=request.call_id,
+                    context=request.context,
+                )
+                for request in tool_call_requests
+            )
+        )
+        return list(results), any(not r.ok for r in results)
+
+    async def execute_tools(
+        self,
+        calls: Sequence[Any],
+        thread_id: str | None = None,
+        trace_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        timeout: float | None = None,
+    ) -> list[ToolResult]:
+        """Run parsed tool calls (``call_id``, ``tool_name``, ``arguments``) concurrently.
+
+        Each item may be an object with those attributes or a mapping with
+        those keys (``toolName``/``callId`` as ART writes them work too).
+        Returns one result per call, in order, each carrying its ``call_id``;
+        a failure is a result, never an exception.
+        """
+        context = CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id)
+        results = await asyncio.gather(
+            *(
+                self.execute_tool(
+                    _field(call, "tool_name", "toolName"),
+                    _field(call, "arguments", "arguments"),
+                    timeout=timeout,
+                    call_id=_field(call, "call_id", "callId"),
+                    context=context,
+                )
+                for call in calls
+            )
+        )
+        return list(results)
+
+    @property
+    def pending_calls(self) -> int:
+        """Calls waiting for a result right now."""
+        return len(self._pending)
+
+    @property
+    def protocol_version(self) -> int:
+        """Version of the protocol extensions this manager speaks."""
+        return PROTOCOL_VERSION
+
+
+def _field(call: Any, name: str, alias: str) -> Any:
+    if isinstance(call, Mapping):
+        return call.get(name, call.get(alias))
+    return getattr(call, name, getattr(call, alias, None))

@@ -1,0 +1,175 @@
+"""What agent frameworks expect around a call: enablement per thread and observations.
+
+A :class:`ToolPolicy` decides which tools a conversation thread may use; it is
+consulted when listing tools and before every call. Every call attempt ends in
+one :class:`Observation` handed to an :class:`ObservationRecorder` off the call
+path, so a slow or failing recorder never delays or breaks a call.
+"""
+
+import asyncio
+import contextlib
+import dataclasses
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Iterable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import anyio.to_thread
+
+logger = logging.getLogger("argentic_tools.observations")
+
+
+@runtime_checkable
+class ToolPolicy(Protocol):
+    """Decides whether a tool may be used in a conversation thread."""
+
+    def is_enabled(self, tool_name: str, thread_id: str | None) -> bool:
+        """True when ``tool_name`` may be listed and called for ``thread_id``."""
+        ...
+
+
+class AllToolsEnabled:
+    """The default policy: every tool is enabled for every thread."""
+
+    def is_enabled(self, tool_name: str, thread_id: str | None) -> bool:
+        """Always True."""
+        return True
+
+
+class ThreadToolPolicy:
+    """Per-thread enabled tools, as ART's ``enabled_tools`` per thread.
+
+    Threads without an entry get ``default`` (every tool when None).
+
+    Example:
+        >>> policy = ThreadToolPolicy()
+        >>> policy.set_enabled_tools("thread-1", ["calculate"])
+        >>> policy.is_enabled("calculate", "thread-1"), policy.is_enabled("sleep", "thread-1")
+        (True, False)
+
+    """
+
+    def __init__(self, default: Iterable[str] | None = None) -> None:
+        self._default = None if default is None else frozenset(default)
+        self._threads: dict[str, frozenset[str]] = {}
+
+    def set_enabled_tools(self, thread_id: str, tool_names: Iterable[str]) -> None:
+        """Enable exactly ``tool_names`` for ``thread_id``."""
+        self._threads[thread_id] = frozenset(tool_names)
+
+    def clear(self, thread_id: str) -> None:
+        """Return ``thread_id`` to the default."""
+        self._threads.pop(thread_id, None)
+
+    def is_enabled(self, tool_name: str, thread_id: str | None) -> bool:
+        """True when ``tool_name`` is enabled for ``thread_id``."""
+        enabled = self._threads.get(thread_id, self._default) if thread_id else self._default
+        return enabled is None or tool_name in enabled
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Observation:
+    """The record of one call attempt, whatever its outcome."""
+
+    call_id: str | None
+    task_id: str
+    tool_name: str
+    tool_id: str | None
+    thread_id: str | None
+    trace_id: str | None
+    status: str
+    error_code: str | None
+    duration_ms: float
+    arguments: Any
+    result: Any = None
+    error: str | None = None
+    timestamp: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The observation as a JSON-ready dictionary."""
+        return dataclasses.asdict(self)
+
+
+@runtime_checkable
+class ObservationRecorder(Protocol):
+    """Receives one observation per call attempt (sync or async ``record``)."""
+
+    def record(self, observation: Observation) -> Awaitable[None] | None:
+        """Store or forward ``observation``."""
+        ...
+
+
+class InMemoryRecorder:
+    """Keeps observations in a list (bounded to the latest ``limit``)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self.limit = limit
+        self.observations: list[Observation] = []
+
+    def record(self, observation: Observation) -> None:
+        """Append ``observation``, dropping the oldest beyond ``limit``."""
+        self.observations.append(observation)
+        if len(self.observations) > self.limit:
+            del self.observations[: len(self.observations) - self.limit]
+
+
+class JsonLinesRecorder:
+    """Appends each observation as one JSON line to ``path`` (written in a worker thread)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    async def record(self, observation: Observation) -> None:
+        """Append ``observation`` to the file."""
+        line = json.dumps(observation.to_dict(), default=repr, ensure_ascii=False) + "\n"
+        await anyio.to_thread.run_sync(self._append, line)
+
+    def _append(self, line: str) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+
+
+class ObservationPump:
+    """Feeds observations to a recorder from a bounded queue in its own task."""
+
+    def __init__(self, recorder: ObservationRecorder, maxsize: int = 10_000) -> None:
+        self.recorder = recorder
+        self._queue: asyncio.Queue[Observation] = asyncio.Queue(maxsize)
+        self._task: asyncio.Task[None] | None = None
+        self.dropped = 0
+
+    def submit(self, observation: Observation) -> None:
+        """Queue ``observation``; when the recorder lags far behind, drop it and count it."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._drain(), name="observation-recorder")
+        try:
+            self._queue.put_nowait(observation)
+        except asyncio.QueueFull:
+            self.dropped += 1
+
+    async def flush(self) -> None:
+        """Wait until every queued observation has been handed to the recorder."""
+        if self._task is not None:
+            await self._queue.join()
+
+    async def close(self) -> None:
+        """Stop the recorder task (queued observations not yet recorded are lost)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _drain(self) -> None:
+        while True:
+            observation = await self._queue.get()
+            try:
+                outcome = self.recorder.record(observation)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception:
+                logger.exception("the observation recorder failed; the observation was dropped")
+            finally:
+                self._queue.task_done()

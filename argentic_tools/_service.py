@@ -1,0 +1,267 @@
+"""Hosting tools in a process: :class:`ToolService` and the ``serve_main`` command line."""
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+import anyio
+import anyio.abc
+
+from ._endpoint import ToolEndpoint
+from ._errors import BrokerUnavailableError, ToolsError
+from ._logging import LogLevel, parse_log_level
+from ._messages import ClientOfflineMessage
+from ._tool import BaseTool, as_tool
+from ._topics import Topics
+from ._transport import Messager
+
+logger = logging.getLogger("argentic_tools.service")
+
+
+class ToolService:
+    """Serves any number of tools from one process over one MQTT connection.
+
+    ``await ToolService("mqtt://localhost:1883", tools=[add]).run()`` registers
+    every tool, serves calls concurrently (each tool up to its
+    ``max_concurrency``, else ``max_concurrency`` here), re-registers after a
+    broker loss or a manager restart, and on SIGTERM/SIGINT unregisters, lets
+    in-flight calls finish within ``grace_period`` and returns.
+
+    Args:
+        broker: Broker URL (``mqtt://[user:pass@]host:port``) or a Messager
+            (which the service then uses but does not close).
+        tools: ``@tool`` functions, BaseTool instances or BaseTool classes.
+        topics: Protocol topics; defaults, or the defaults under ``topic_prefix``.
+        topic_prefix: Prefix for the default topics.
+        max_concurrency: Calls served at once per tool without its own limit.
+        grace_period: Seconds in-flight calls get to finish on shutdown.
+        tool_ids: Pinned ids by tool name (for broker ACLs).
+        debug: Send tracebacks with tool failures.
+        messager_options: Extra keyword arguments for the :class:`Messager`.
+
+    """
+
+    def __init__(
+        self,
+        broker: str | Messager = "mqtt://127.0.0.1:1883",
+        tools: Sequence[Any] = (),
+        *,
+        topics: Topics | None = None,
+        topic_prefix: str | None = None,
+        max_concurrency: int = 64,
+        grace_period: float = 10.0,
+        tool_ids: dict[str, str] | None = None,
+        debug: bool = False,
+        **messager_options: Any,
+    ) -> None:
+        self.topics = topics or Topics.with_prefix(topic_prefix)
+        self.tools: list[BaseTool] = [as_tool(t) for t in tools]
+        names = [t.name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"tool names must be unique within a service: {duplicates}")
+        for item in self.tools:
+            if item.max_concurrency is None:
+                item.max_concurrency = max_concurrency
+            if tool_ids and item.name in tool_ids:
+                item.pinned_id = item.id = tool_ids[item.name]
+            item.debug = item.debug or debug
+        self.grace_period = grace_period
+        if isinstance(broker, Messager):
+            self.messager = broker
+            self._owns_messager = False
+        else:
+            messager_options.setdefault("will_topic", self.topics.register)
+            self.messager = Messager(broker, **messager_options)
+            self._owns_messager = True
+        self.endpoints: list[ToolEndpoint] = []
+        self._stop = asyncio.Event()
+        self._started = False
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def start(self) -> None:
+        """Connect (when given a URL) and register every tool; returns once they are served."""
+        if self._started:
+            raise RuntimeError("this ToolService is already running")
+        self._started = True
+        if self._owns_messager:
+            await self.messager.connect()
+        try:
+            for item in self.tools:
+                item.messager = self.messager
+                endpoint = ToolEndpoint(item, self.messager, self.topics)
+                self.endpoints.append(endpoint)
+            await asyncio.gather(*(endpoint.start() for endpoint in self.endpoints))
+        except BaseException:
+            await self.aclose()
+            raise
+        logger.info(
+            "serving %d tool(s) on %s: %s",
+            len(self.tools),
+            self.messager.url,
+            ", ".join(t.name for t in self.tools),
+        )
+
+    async def aclose(self) -> None:
+        """Unregister every tool, let in-flight calls finish, and disconnect."""
+        if not self._started:
+            return
+        self._started = False
+        await asyncio.gather(
+            *(endpoint.stop(grace_period=self.grace_period) for endpoint in self.endpoints),
+            return_exceptions=True,
+        )
+        self.endpoints.clear()
+        if self._owns_messager:
+            if self.messager.is_connected():
+                with contextlib.suppress(Exception):
+                    async with asyncio.timeout(2):
+                        await self.messager.publish(
+                            self.topics.register,
+                            ClientOfflineMessage(source=self.messager.client_id),
+                        )
+            await self.messager.disconnect()
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down (safe to call from a signal handler)."""
+        self._stop.set()
+
+    async def run(
+        self,
+        *,
+        handle_signals: bool = True,
+        task_status: anyio.abc.TaskStatus[Any] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve until :meth:`stop`, SIGTERM or SIGINT; then shut down cleanly.
+
+        ``task_status.started()`` is signalled once every tool is registered,
+        so ``await task_group.start(service.run)`` returns when calls can be made.
+        """
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        if handle_signals:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    loop.add_signal_handler(sig, self.stop)
+                    installed.append(sig)
+        try:
+            await self.start()
+            task_status.started(self)
+            await self._stop.wait()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            with anyio.CancelScope(shield=True):
+                await self.aclose()
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--broker``, ``--topic-prefix``, TLS and ``--log-level`` options to ``parser``."""
+    parser.add_argument(
+        "--broker",
+        default="mqtt://127.0.0.1:1883",
+        help="broker URL, mqtt://[user:pass@]host:port or mqtts://...",
+    )
+    parser.add_argument("--topic-prefix", default=None, help="prefix for all protocol topics")
+    parser.add_argument("--ca-file", default=None, help="CA certificate for mqtts:// brokers")
+    parser.add_argument("--cert-file", default=None, help="client certificate (mutual TLS)")
+    parser.add_argument("--key-file", default=None, help="client key (mutual TLS)")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+
+
+def tls_params_from(args: argparse.Namespace) -> dict[str, Any] | None:
+    """TLS settings from parsed ``add_connection_arguments`` options (None when unset)."""
+    params = {
+        key: value
+        for key, value in (
+            ("ca_certs", args.ca_file),
+            ("certfile", args.cert_file),
+            ("keyfile", args.key_file),
+        )
+        if value
+    }
+    return params or None
+
+
+def serve_main(
+    tools: Sequence[Any],
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str | None = None,
+    description: str | None = None,
+) -> None:
+    """Command line for a tool process: parse options and serve ``tools`` until stopped.
+
+    Exits with status 0 after SIGTERM/SIGINT, and with one clear line on
+    stderr and status 2 when the broker cannot be reached.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_connection_arguments(parser)
+    parser.add_argument(
+        "--max-concurrency", type=int, default=64, help="calls served at once per tool"
+    )
+    parser.add_argument(
+        "--grace-period",
+        type=float,
+        default=10.0,
+        help="seconds in-flight calls get to finish on shutdown",
+    )
+    parser.add_argument(
+        "--tool-id",
+        action="append",
+        default=[],
+        metavar="NAME=ID",
+        help="pin a tool's id (for broker ACLs); repeatable",
+    )
+    parser.add_argument("--debug", action="store_true", help="send tracebacks with failures")
+    args = parser.parse_args(argv)
+    try:
+        level = parse_log_level(args.log_level)
+    except ValueError as exc:
+        parser.error(str(exc))
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if level > LogLevel.DEBUG:
+        logging.getLogger("argentic_tools.aiomqtt").setLevel(logging.WARNING)
+    pinned = {}
+    for item in args.tool_id:
+        name, sep, tool_id = item.partition("=")
+        if not sep:
+            parser.error(f"--tool-id expects NAME=ID, got {item!r}")
+        pinned[name] = tool_id
+    try:
+        service = ToolService(
+            args.broker,
+            tools,
+            topic_prefix=args.topic_prefix,
+            max_concurrency=args.max_concurrency,
+            grace_period=args.grace_period,
+            tool_ids=pinned,
+            debug=args.debug,
+            tls_params=tls_params_from(args),
+        )
+        asyncio.run(service.run())
+    except BrokerUnavailableError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except (ToolsError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        pass

@@ -1,0 +1,384 @@
+"""Writing tools: the ``@tool`` decorator and the class-based ``BaseTool``.
+
+Both produce the same thing, a :class:`BaseTool` that a :class:`~argentic_tools.ToolService`
+(or ``BaseTool.register`` with your own :class:`~argentic_tools.Messager`) serves over MQTT.
+"""
+
+import contextvars
+import dataclasses
+import inspect
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import anyio.to_thread
+from pydantic import BaseModel
+
+from ._errors import ToolDefinitionError
+from ._schema import model_schema, output_schema, signature_model
+from ._topics import (
+    DEFAULT_CALL_TOPIC_BASE,
+    DEFAULT_REGISTER_TOPIC,
+    DEFAULT_RESPONSE_TOPIC_BASE,
+    DEFAULT_STATUS_TOPIC,
+    Topics,
+    is_valid_tool_id,
+    tool_name_problem,
+)
+
+if TYPE_CHECKING:
+    from ._endpoint import ToolEndpoint
+    from ._transport import Messager
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What a tool knows about the call it is serving.
+
+    A ``@tool`` function receives it through a parameter annotated
+    ``ToolContext`` (or named ``context``); a ``BaseTool`` reads ``self.context``.
+    """
+
+    task_id: str
+    """Id of this task (unique per call)."""
+    tool_id: str
+    """Id under which this tool is registered."""
+    tool_name: str
+    """Name of this tool."""
+    call_id: str | None = None
+    """The caller's id for the call (e.g. the LLM's tool-call id)."""
+    thread_id: str | None = None
+    """Conversation thread of the caller."""
+    trace_id: str | None = None
+    """Trace id for correlating logs."""
+    user_id: str | None = None
+    """User on whose behalf the call is made."""
+    deadline: float | None = None
+    """Unix time after which the caller stops waiting."""
+    source: str | None = None
+    """MQTT client id of the caller."""
+
+
+_current_context: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
+    "argentic_tools_context", default=None
+)
+
+
+class BaseTool(ABC):
+    """A tool written as a class, shaped like Argentic's ``BaseTool``.
+
+    Subclass it, implement ``async _execute(self, **kwargs)``, and either give
+    it to a :class:`~argentic_tools.ToolService` or call :meth:`register` with
+    a connected :class:`~argentic_tools.Messager`.
+
+    Args:
+        name: Tool name (no ``/``, ``+``, ``#`` or control characters).
+        manual: Description the LLM reads.
+        api: JSON Schema of the arguments as a JSON string; derived from
+            ``argument_schema`` when empty.
+        argument_schema: pydantic model that validates the arguments.
+        messager: Connection to serve on; a ToolService supplies its own.
+        tags: Discovery tags.
+        output_schema: JSON Schema of a successful result, if declared.
+        examples: ``{"input": {...}, "output": ...}`` examples.
+        max_concurrency: Calls served at once; more wait their turn.
+        tool_id: Pin the tool id (for ACLs); a random one otherwise.
+        debug: Send tracebacks with failures.
+
+    """
+
+    id: str | None
+
+    def __init__(
+        self,
+        name: str,
+        manual: str,
+        api: str,
+        argument_schema: type[BaseModel],
+        messager: "Messager | None" = None,
+        *,
+        tags: Iterable[str] = (),
+        output_schema: dict[str, Any] | None = None,
+        examples: Sequence[Mapping[str, Any]] = (),
+        max_concurrency: int | None = None,
+        tool_id: str | None = None,
+        debug: bool = False,
+    ) -> None:
+        problem = tool_name_problem(name)
+        if problem:
+            raise ToolDefinitionError(f"tool {name!r}: {problem}")
+        if tool_id is not None and not is_valid_tool_id(tool_id):
+            raise ToolDefinitionError(
+                f"tool {name!r}: tool_id {tool_id!r} must be 1-128 letters, digits or '._:-'"
+            )
+        if max_concurrency is not None and max_concurrency < 1:
+            raise ToolDefinitionError(f"tool {name!r}: max_concurrency must be at least 1")
+        self.name = name
+        self.manual = manual
+        self.argument_schema = argument_schema
+        if api and api.strip() not in ("", "{}"):
+            try:
+                self.input_schema: dict[str, Any] = json.loads(api)
+            except json.JSONDecodeError as exc:
+                raise ToolDefinitionError(f"tool {name!r}: api is not valid JSON: {exc}") from None
+            self.api = api
+        else:
+            self.input_schema = model_schema(argument_schema)
+            self.api = json.dumps(self.input_schema, separators=(",", ":"))
+        self.messager = messager
+        self.tags = list(tags)
+        self.output_schema = output_schema
+        self.examples = [dict(example) for example in examples]
+        self.max_concurrency = max_concurrency
+        self.pinned_id = tool_id
+        self.id = tool_id
+        self.debug = debug
+        self._endpoint: ToolEndpoint | None = None
+
+    @abstractmethod
+    async def _execute(self, **kwargs: Any) -> Any:
+        """Run the tool with validated arguments and return a JSON-serialisable result."""
+
+    @property
+    def context(self) -> ToolContext | None:
+        """Context of the call being served by the current task (None outside a call)."""
+        return _current_context.get()
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate ``arguments`` with ``argument_schema``; returns the keyword arguments.
+
+        Raises:
+            pydantic.ValidationError: The arguments do not match.
+
+        """
+        return self.argument_schema.model_validate(arguments).model_dump()
+
+    async def invoke(self, arguments: dict[str, Any]) -> Any:
+        """Validate ``arguments`` and run the tool (what serving a call does)."""
+        return await self._execute(**self.validate_arguments(arguments))
+
+    async def register(
+        self,
+        registration_topic: str = DEFAULT_REGISTER_TOPIC,
+        status_topic: str = DEFAULT_STATUS_TOPIC,
+        call_topic_base: str = DEFAULT_CALL_TOPIC_BASE,
+        response_topic_base: str = DEFAULT_RESPONSE_TOPIC_BASE,
+        *,
+        confirm_timeout: float = 5.0,
+    ) -> str:
+        """Subscribe to this tool's call topic, register, and wait for a manager's confirmation.
+
+        The tool is subscribed before any manager can offer it, so no first
+        call is lost. Without a confirmation within ``confirm_timeout`` the tool
+        keeps serving and registers again whenever a manager announces itself.
+
+        Returns:
+            The tool id.
+
+        Raises:
+            RuntimeError: No messager was given.
+            RegistrationError: A manager refused the registration.
+
+        """
+        from ._endpoint import ToolEndpoint
+
+        if self.messager is None:
+            raise RuntimeError(f"tool {self.name!r} has no messager to register with")
+        topics = Topics(registration_topic, call_topic_base, response_topic_base, status_topic)
+        if self._endpoint is not None:
+            await self._endpoint.stop(grace_period=0)
+        self._endpoint = ToolEndpoint(self, self.messager, topics)
+        return await self._endpoint.start(confirm_timeout=confirm_timeout)
+
+    async def unregister(self) -> None:
+        """Tell managers this tool is gone and stop serving calls."""
+        if self._endpoint is not None:
+            endpoint, self._endpoint = self._endpoint, None
+            await endpoint.stop()
+
+    def _spec_metadata(self) -> dict[str, Any]:
+        return {"max_concurrency": self.max_concurrency} if self.max_concurrency else {}
+
+
+class FunctionTool(BaseTool):
+    """A :class:`BaseTool` around a ``@tool`` function."""
+
+    def __init__(
+        self,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        tags: Iterable[str] = (),
+        examples: Sequence[Mapping[str, Any]] = (),
+        max_concurrency: int | None = None,
+        tool_id: str | None = None,
+    ) -> None:
+        tool_name = name or func.__name__
+        problem = tool_name_problem(tool_name)
+        if problem:
+            raise ToolDefinitionError(f"tool {tool_name!r}: {problem}")
+        model, context_param = signature_model(func, tool_name, ToolContext)
+        text = description if description is not None else inspect.getdoc(func) or ""
+        super().__init__(
+            tool_name,
+            text.strip(),
+            "",
+            model,
+            tags=tags,
+            output_schema=output_schema(func, tool_name),
+            examples=examples,
+            max_concurrency=max_concurrency,
+            tool_id=tool_id,
+        )
+        self.func = func
+        self.context_param = context_param
+        self.is_async = inspect.iscoroutinefunction(func)
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Validate with the signature's model, keeping nested models as model instances."""
+        validated = self.argument_schema.model_validate(arguments)
+        return {name: getattr(validated, name) for name in type(validated).model_fields}
+
+    async def _execute(self, **kwargs: Any) -> Any:
+        if self.context_param is not None:
+            kwargs[self.context_param] = self.context
+        if self.is_async:
+            return await self.func(**kwargs)
+        # Sync tools run in a worker thread so a blocking one never stalls the connection.
+        context = contextvars.copy_context()
+        return await anyio.to_thread.run_sync(
+            lambda: context.run(self.func, **kwargs), abandon_on_cancel=True
+        )
+
+
+TOOL_ATTRIBUTE = "__argentic_tool__"
+
+
+@dataclasses.dataclass(frozen=True)
+class _ToolOptions:
+    name: str | None
+    description: str | None
+    tags: tuple[str, ...]
+    examples: tuple[Mapping[str, Any], ...]
+    max_concurrency: int | None
+    tool_id: str | None
+
+
+@overload
+def tool(func: F, /) -> F: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tags: Iterable[str] = (),
+    examples: Sequence[Mapping[str, Any]] = (),
+    max_concurrency: int | None = None,
+    tool_id: str | None = None,
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    func: F | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tags: Iterable[str] = (),
+    examples: Sequence[Mapping[str, Any]] = (),
+    max_concurrency: int | None = None,
+    tool_id: str | None = None,
+) -> F | Callable[[F], F]:
+    """Turn a function into a tool; returns the function unchanged.
+
+    The tool's name is the function's name, its description the docstring,
+    and its argument schema comes from the type hints (``Annotated[int,
+    Field(description=...)]``, defaults, ``Literal``, enums, pydantic models).
+    A parameter annotated :class:`ToolContext` receives the call's context.
+    Sync functions run in a worker thread.
+
+    Raises:
+        ToolDefinitionError: At decoration time, when the signature cannot
+            become a schema (``*args``, unsupported annotations, bad name).
+
+    Example:
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> add(2, 3)
+        5
+
+    """
+    options = _ToolOptions(
+        name, description, tuple(tags), tuple(examples), max_concurrency, tool_id
+    )
+
+    def decorate(fn: F) -> F:
+        built = _build(fn, options)
+        setattr(fn, TOOL_ATTRIBUTE, built)
+        return fn
+
+    if func is not None:
+        return decorate(func)
+    return decorate
+
+
+def _build(func: Callable[..., Any], options: _ToolOptions) -> FunctionTool:
+    return FunctionTool(
+        func,
+        name=options.name,
+        description=options.description,
+        tags=options.tags,
+        examples=options.examples,
+        max_concurrency=options.max_concurrency,
+        tool_id=options.tool_id,
+    )
+
+
+def as_tool(obj: Any) -> BaseTool:
+    """Return the :class:`BaseTool` for a ``@tool`` function, a BaseTool, or a BaseTool class.
+
+    A fresh :class:`FunctionTool` is built each time for functions, so two
+    services hosting the same function do not share state.
+
+    Raises:
+        ToolDefinitionError: ``obj`` is none of these.
+
+    """
+    if isinstance(obj, BaseTool):
+        return obj
+    if isinstance(obj, type) and issubclass(obj, BaseTool):
+        try:
+            return obj()  # type: ignore[call-arg]
+        except TypeError as exc:
+            raise ToolDefinitionError(
+                f"cannot instantiate tool class {obj.__qualname__} without arguments: {exc}"
+            ) from None
+    built = getattr(obj, TOOL_ATTRIBUTE, None)
+    if isinstance(built, FunctionTool):
+        return FunctionTool(
+            built.func,
+            name=built.name,
+            description=built.manual,
+            tags=built.tags,
+            examples=built.examples,
+            max_concurrency=built.max_concurrency,
+            tool_id=built.pinned_id,
+        )
+    if callable(obj):
+        return _build(obj, _ToolOptions(None, None, (), (), None, None))
+    raise ToolDefinitionError(
+        f"{obj!r} is not a tool: use a @tool function, a BaseTool instance or a BaseTool class"
+    )
+
+
+def set_current_context(context: ToolContext | None) -> contextvars.Token[ToolContext | None]:
+    """Make ``context`` the context of the running call (used by the serving loop)."""
+    return _current_context.set(context)

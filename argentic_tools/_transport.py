@@ -1,0 +1,505 @@
+"""The MQTT connection: the only module that imports aiomqtt.
+
+:class:`Messager` owns one MQTT connection with one reader task that
+dispatches every incoming message by topic. It reconnects with backoff when
+the broker goes away, subscribes again, and tells its owners through
+reconnect hooks so that they can register again. aiomqtt and paho exceptions
+never leave this module: they become :class:`~argentic_tools.BrokerError`.
+"""
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import socket
+import ssl
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+from urllib.parse import unquote, urlsplit
+
+import aiomqtt
+
+from ._errors import BrokerError, BrokerUnavailableError, PayloadTooLargeError
+from ._logging import LogLevel, parse_log_level
+from ._messages import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    BaseMessage,
+    ClientOfflineMessage,
+    encode,
+)
+from ._topics import DEFAULT_REGISTER_TOPIC
+
+logger = logging.getLogger("argentic_tools.transport")
+_aiomqtt_logger = logging.getLogger("argentic_tools.aiomqtt")
+# aiomqtt warns about every publish beyond ten in flight; that is our normal load.
+_aiomqtt_logger.setLevel(logging.ERROR)
+
+_NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """One message as received: its topic and raw payload."""
+
+    topic: str
+    payload: bytes
+    retain: bool = False
+
+
+Handler = Callable[[IncomingMessage], Awaitable[None]]
+"""An async callable that receives each message matching a subscription."""
+
+ReconnectHook = Callable[[], Awaitable[None]]
+"""An async callable run after every reconnection, once subscriptions are restored."""
+
+
+@dataclass(frozen=True)
+class BrokerURL:
+    """A parsed broker address: ``mqtt://[user:pass@]host[:port]`` or ``mqtts://...``."""
+
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+    tls: bool = False
+
+    @classmethod
+    def parse(cls, url: str) -> "BrokerURL":
+        """Parse a broker URL.
+
+        Raises:
+            ValueError: The URL has another scheme, no host, or a bad port.
+
+        """
+        parts = urlsplit(url if "://" in url else f"mqtt://{url}")
+        if parts.scheme not in ("mqtt", "mqtts", "tcp", "ssl"):
+            raise ValueError(
+                f"unsupported broker URL scheme {parts.scheme!r} in {url!r}; "
+                "use mqtt://host:port or mqtts://host:port"
+            )
+        if not parts.hostname:
+            raise ValueError(f"broker URL {url!r} has no host")
+        tls = parts.scheme in ("mqtts", "ssl")
+        try:
+            port = parts.port or (8883 if tls else 1883)
+        except ValueError:
+            raise ValueError(f"broker URL {url!r} has an invalid port") from None
+        return cls(
+            host=parts.hostname,
+            port=port,
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+            tls=tls,
+        )
+
+    def __str__(self) -> str:
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+
+def make_client_id(prefix: str = "argentic-tools") -> str:
+    """A client id unique per process and per call (pid plus random bits)."""
+    return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def build_tls_context(tls_params: dict[str, Any] | None, *, enabled: bool) -> ssl.SSLContext | None:
+    """Build the TLS context from Argentic-style ``tls_params``.
+
+    Recognised keys: ``ca_certs``, ``certfile``, ``keyfile``, ``insecure``
+    (skip hostname and certificate checks) and ``ciphers``.
+    """
+    if not tls_params and not enabled:
+        return None
+    params = tls_params or {}
+    context = ssl.create_default_context(cafile=params.get("ca_certs"))
+    if params.get("certfile"):
+        context.load_cert_chain(params["certfile"], params.get("keyfile"))
+    if params.get("ciphers"):
+        context.set_ciphers(params["ciphers"])
+    if params.get("insecure"):
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _matches(topic_filter: str, topic: str) -> bool:
+    filter_levels = topic_filter.split("/")
+    topic_levels = topic.split("/")
+    for index, level in enumerate(filter_levels):
+        if level == "#":
+            return True
+        if index >= len(topic_levels):
+            return False
+        if level != "+" and level != topic_levels[index]:
+            return False
+    return len(filter_levels) == len(topic_levels)
+
+
+def _describe_mqtt_error(exc: Exception) -> str:
+    if isinstance(exc, aiomqtt.MqttCodeError):
+        rc = exc.rc
+        text = str(rc)
+        lowered = text.lower()
+        if "not authori" in lowered or "bad user" in lowered or rc in (4, 5, 134, 135):
+            return f"refused the connection: not authorised ({text})"
+        return f"refused the connection ({text})"
+    return str(exc) or type(exc).__name__
+
+
+class Messager:
+    """One MQTT connection shared by a manager and/or tools in a process.
+
+    Create it, then either ``await messager.connect()`` ... ``await
+    messager.disconnect()`` or use ``async with Messager(...) as messager:``.
+    Nothing connects in ``__init__``.
+
+    Args:
+        broker_address: Host name, or a URL such as ``mqtt://user:pw@host:1883``
+            or ``mqtts://host:8883`` (the URL's port, credentials and TLS win).
+        port: Broker port when ``broker_address`` is a plain host.
+        client_id: MQTT client id; a unique one is generated when empty.
+        username: User name for the broker.
+        password: Password for the broker.
+        keepalive: MQTT keepalive in seconds; the broker declares a silent
+            client dead after 1.5 times this.
+        tls_params: TLS settings (``ca_certs``, ``certfile``, ``keyfile``,
+            ``insecure``, ``ciphers``); giving them turns TLS on.
+        log_level: Level of this connection's logger.
+        will_topic: Where the broker publishes this client's Last Will (a
+            ``CLIENT_OFFLINE`` message) when the process dies; None for no will.
+        max_payload_bytes: Largest payload sent or accepted.
+        connect_timeout: Seconds to wait for the first connection.
+        persistent_session: Keep the MQTT session (subscriptions and queued
+            QoS 1 messages) across reconnections.
+
+    """
+
+    def __init__(
+        self,
+        broker_address: str = "localhost",
+        port: int = 1883,
+        client_id: str = "",
+        username: str | None = None,
+        password: str | None = None,
+        keepalive: int = 15,
+        tls_params: dict[str, Any] | None = None,
+        log_level: LogLevel | str = LogLevel.INFO,
+        *,
+        will_topic: str | None = DEFAULT_REGISTER_TOPIC,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        connect_timeout: float = 10.0,
+        persistent_session: bool = True,
+    ) -> None:
+        if "://" in broker_address:
+            url = BrokerURL.parse(broker_address)
+            broker_address, port = url.host, url.port
+            username = url.username or username
+            password = url.password or password
+            tls = url.tls
+        else:
+            tls = False
+        self.broker_address = broker_address
+        self.port = port
+        self.client_id = client_id or make_client_id()
+        self.username = username
+        self.password = password
+        self.keepalive = keepalive
+        self.tls_params = tls_params
+        self.tls_context = build_tls_context(tls_params, enabled=tls)
+        self.will_topic = will_topic
+        self.max_payload_bytes = max_payload_bytes
+        self.connect_timeout = connect_timeout
+        self.persistent_session = persistent_session
+        self.logger = logging.getLogger(f"argentic_tools.messager.{self.client_id}")
+        self.logger.setLevel(parse_log_level(log_level))
+        self._exact: dict[str, list[Handler]] = {}
+        self._wildcard: list[tuple[str, Handler]] = []
+        self._client: aiomqtt.Client | None = None
+        self._connected = asyncio.Event()
+        self._closing = False
+        self._entered = False
+        self._runner: asyncio.Task[None] | None = None
+        self._reconnect_hooks: list[ReconnectHook] = []
+        self._hook_tasks: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> "Messager":
+        """Create a Messager from ``mqtt://[user:pass@]host[:port]`` (or ``mqtts://``)."""
+        return cls(url, **kwargs)
+
+    @property
+    def url(self) -> str:
+        """The broker address as a URL (without credentials)."""
+        scheme = "mqtts" if self.tls_context is not None else "mqtt"
+        return f"{scheme}://{self.broker_address}:{self.port}"
+
+    def is_connected(self) -> bool:
+        """True while the connection to the broker is up."""
+        return self._connected.is_set()
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.disconnect()
+
+    async def connect(self) -> bool:
+        """Connect to the broker and start the reader.
+
+        Returns:
+            True (kept for Argentic compatibility; failures raise).
+
+        Raises:
+            BrokerUnavailableError: The broker cannot be reached within
+                ``connect_timeout`` or refused the connection (bad credentials,
+                TLS failure); the message names the broker and the cause.
+            RuntimeError: This Messager is already connected.
+
+        """
+        if self._entered:
+            raise RuntimeError("this Messager is already connected; create another one")
+        self._entered = True
+        self._closing = False
+        try:
+            self._client = await self._open()
+        except BaseException:
+            self._entered = False
+            raise
+        self._connected.set()
+        self._runner = asyncio.create_task(self._run(), name=f"mqtt-reader:{self.client_id}")
+        self.logger.debug("connected to %s as %s", self.url, self.client_id)
+        return True
+
+    async def disconnect(self) -> None:
+        """Close the connection cleanly (no Last Will) and stop the reader."""
+        if not self._entered:
+            return
+        self._closing = True
+        self._connected.clear()
+        tasks = [t for t in (self._runner, *self._hook_tasks) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.__aexit__(None, None, None)
+        self._runner = None
+        self._entered = False
+
+    async def stop(self) -> None:
+        """Alias of :meth:`disconnect`."""
+        await self.disconnect()
+
+    def add_reconnect_hook(self, hook: ReconnectHook) -> None:
+        """Run ``hook`` after every reconnection (not after the first connect)."""
+        self._reconnect_hooks.append(hook)
+
+    def remove_reconnect_hook(self, hook: ReconnectHook) -> None:
+        """Stop running ``hook`` after reconnections."""
+        with contextlib.suppress(ValueError):
+            self._reconnect_hooks.remove(hook)
+
+    async def subscribe(self, topic: str, handler: Handler) -> None:
+        """Deliver messages matching ``topic`` (wildcards allowed) to ``handler``.
+
+        Several handlers may share a topic; each receives every message. The
+        subscription is restored after reconnections.
+        """
+        is_new = not self._has_filter(topic)
+        if "+" in topic or "#" in topic:
+            self._wildcard.append((topic, handler))
+        else:
+            self._exact.setdefault(topic, []).append(handler)
+        if is_new and self._client is not None and self._connected.is_set():
+            try:
+                await self._client.subscribe(topic, qos=1)
+            except aiomqtt.MqttError as exc:
+                # The reconnect path subscribes again; report, do not lose the handler.
+                raise BrokerError(f"subscribing to {topic!r} failed: {exc}") from None
+
+    async def unsubscribe(self, topic: str, handler: Handler | None = None) -> None:
+        """Remove ``handler`` (or every handler) from ``topic``; unsubscribe when none is left."""
+        if topic in self._exact:
+            handlers = self._exact[topic]
+            self._exact[topic] = [h for h in handlers if handler is not None and h != handler]
+            if not self._exact[topic]:
+                del self._exact[topic]
+        self._wildcard = [
+            (f, h)
+            for f, h in self._wildcard
+            if f != topic or (handler is not None and h != handler)
+        ]
+        if not self._has_filter(topic) and self._client is not None and self.is_connected():
+            with contextlib.suppress(aiomqtt.MqttError):
+                await self._client.unsubscribe(topic)
+
+    async def publish(
+        self,
+        topic: str,
+        payload: BaseMessage | bytes | str,
+        qos: int = 1,
+        retain: bool = False,
+    ) -> None:
+        """Publish ``payload`` (a message model, or raw bytes) to ``topic``.
+
+        While the connection is being re-established this waits for it; wrap
+        the call in a deadline (``anyio.fail_after``) to bound that wait.
+
+        Raises:
+            PayloadTooLargeError: The encoded payload exceeds ``max_payload_bytes``.
+            BrokerError: The Messager is closed, or the broker rejected the publish.
+
+        """
+        data = encode(payload) if isinstance(payload, BaseMessage) else payload
+        if isinstance(data, str):
+            data = data.encode()
+        if len(data) > self.max_payload_bytes:
+            raise PayloadTooLargeError(
+                f"payload of {len(data)} bytes for {topic!r} exceeds the limit of "
+                f"{self.max_payload_bytes} bytes"
+            )
+        while True:
+            if self._closing or not self._entered:
+                raise BrokerError("the MQTT connection is closed")
+            client = self._client
+            if client is not None and self._connected.is_set():
+                try:
+                    await client.publish(topic, data, qos=qos, retain=retain)
+                    return
+                except aiomqtt.MqttError as exc:
+                    if self._closing:
+                        raise BrokerError(f"publishing to {topic!r} failed: {exc}") from None
+                    # The connection dropped under us: wait for the reader to reconnect.
+                    self._connected.clear()
+            await self._connected.wait()
+
+    # -- internals ---------------------------------------------------------
+
+    def _has_filter(self, topic: str) -> bool:
+        return topic in self._exact or any(f == topic for f, _ in self._wildcard)
+
+    def _filters(self) -> list[str]:
+        return [*self._exact, *dict.fromkeys(f for f, _ in self._wildcard)]
+
+    async def _open(self) -> aiomqtt.Client:
+        will = None
+        if self.will_topic:
+            will = aiomqtt.Will(
+                self.will_topic, encode(ClientOfflineMessage(source=self.client_id)), qos=1
+            )
+        client = aiomqtt.Client(
+            self.broker_address,
+            self.port,
+            identifier=self.client_id,
+            username=self.username,
+            password=self.password,
+            keepalive=self.keepalive,
+            will=will,
+            clean_session=not self.persistent_session,
+            tls_context=self.tls_context,
+            socket_options=_NODELAY,
+            timeout=self.connect_timeout,
+            logger=_aiomqtt_logger,
+            max_inflight_messages=65535,
+        )
+        where = f"{self.broker_address}:{self.port}"
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                await client.__aenter__()
+        except TimeoutError:
+            raise BrokerUnavailableError(
+                f"cannot reach the MQTT broker at {where}: no answer within "
+                f"{self.connect_timeout:g} s"
+            ) from None
+        except aiomqtt.MqttError as exc:
+            raise BrokerUnavailableError(
+                f"cannot connect to the MQTT broker at {where}: {_describe_mqtt_error(exc)}"
+            ) from None
+        except (OSError, ssl.SSLError) as exc:
+            raise BrokerUnavailableError(
+                f"cannot connect to the MQTT broker at {where}: {exc}"
+            ) from None
+        try:
+            for topic in self._filters():
+                await client.subscribe(topic, qos=1)
+        except aiomqtt.MqttError as exc:
+            with contextlib.suppress(Exception):
+                await client.__aexit__(None, None, None)
+            raise BrokerUnavailableError(f"subscribing at {where} failed: {exc}") from None
+        return client
+
+    async def _run(self) -> None:
+        backoff = 0.05
+        while not self._closing:
+            client = self._client
+            if client is not None:
+                try:
+                    await self._read(client)
+                except aiomqtt.MqttError as exc:
+                    if self._closing:
+                        return
+                    self.logger.warning("lost the connection to %s: %s", self.url, exc)
+                self._connected.clear()
+                with contextlib.suppress(Exception):
+                    await client.__aexit__(None, None, None)
+                self._client = None
+            try:
+                self._client = await self._open()
+            except BrokerUnavailableError as exc:
+                self.logger.debug("reconnect failed: %s; retrying in %.2f s", exc, backoff)
+                await asyncio.sleep(backoff * (0.5 + random.random()))
+                backoff = min(backoff * 2, 2.0)
+                continue
+            backoff = 0.05
+            self._connected.set()
+            self.logger.info("reconnected to %s", self.url)
+            for hook in list(self._reconnect_hooks):
+                task = asyncio.create_task(self._run_hook(hook), name="mqtt-reconnect-hook")
+                self._hook_tasks.add(task)
+                task.add_done_callback(self._hook_tasks.discard)
+
+    async def _run_hook(self, hook: ReconnectHook) -> None:
+        try:
+            await hook()
+        except Exception:
+            self.logger.exception("a reconnect hook failed")
+
+    async def _read(self, client: aiomqtt.Client) -> None:
+        limit = self.max_payload_bytes
+        async for message in client.messages:
+            payload = message.payload
+            if not isinstance(payload, bytes | bytearray):
+                payload = b"" if payload is None else str(payload).encode()
+            topic = message.topic.value
+            if len(payload) > limit:
+                self.logger.warning(
+                    "dropped message on %r: payload of %d bytes exceeds %d",
+                    topic,
+                    len(payload),
+                    limit,
+                )
+                continue
+            incoming = IncomingMessage(topic, bytes(payload), bool(message.retain))
+            for handler in self._exact.get(topic, ()):
+                await self._dispatch(handler, incoming)
+            for topic_filter, handler in self._wildcard:
+                if _matches(topic_filter, topic):
+                    await self._dispatch(handler, incoming)
+
+    async def _dispatch(self, handler: Handler, message: IncomingMessage) -> None:
+        try:
+            await handler(message)
+        except Exception:
+            self.logger.exception("handler for %r failed; the message was dropped", message.topic)
