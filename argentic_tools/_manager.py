@@ -187,6 +187,7 @@ class ToolManager:
         self._background: set[asyncio.Task[None]] = set()
         self._prompt_cache: str | None = None
         self._pump = ObservationPump(recorder) if recorder is not None else None
+        self._registry_waiters: set[asyncio.Future[None]] = set()
         self._initialised = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -297,6 +298,46 @@ class ToolManager:
     def get_tools_description(self) -> str:
         """Alias of :meth:`generate_tool_descriptions_for_prompt`."""
         return self.generate_tool_descriptions_for_prompt()
+
+    async def wait_for_tool(self, tool_name_or_id: str, timeout: float | None = None) -> ToolInfo:
+        """Wait until a tool with this name (or id) is registered, and return it.
+
+        Raises:
+            TimeoutError: It did not register within ``timeout`` seconds.
+        """
+        async with asyncio.timeout(timeout):
+            while True:
+                entry = self._entries.get(tool_name_or_id)
+                entries = self._by_name.get(tool_name_or_id)
+                if entry is None and entries:
+                    entry = entries[0]
+                if entry is not None:
+                    return entry.info
+                await self._registry_changed()
+
+    async def wait_for_tool_removed(self, tool_id: str, timeout: float | None = None) -> None:
+        """Wait until the tool with id ``tool_id`` is no longer registered.
+
+        Raises:
+            TimeoutError: It is still registered after ``timeout`` seconds.
+        """
+        async with asyncio.timeout(timeout):
+            while tool_id in self._entries:
+                await self._registry_changed()
+
+    async def _registry_changed(self) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._registry_waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            self._registry_waiters.discard(waiter)
+
+    def _notify_registry_changed(self) -> None:
+        self._prompt_cache = None
+        for waiter in self._registry_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     def _lookup(self, tool_name_or_id: str) -> _Entry | None:
         entry = self._entries.get(tool_name_or_id)
@@ -416,7 +457,7 @@ class ToolManager:
         self._entries[tool_id] = entry
         self.tools_by_id[tool_id] = entry.public
         self.tools_by_name[name] = self._by_name[name][0].public
-        self._prompt_cache = None
+        self._notify_registry_changed()
         self._spawn(
             self._publish_status(
                 ToolRegisteredMessage(
@@ -441,7 +482,7 @@ class ToolManager:
         else:
             self._by_name.pop(info.name, None)
             self.tools_by_name.pop(info.name, None)
-        self._prompt_cache = None
+        self._notify_registry_changed()
         self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
         if reason != "replaced":
             gone = (

@@ -1,16 +1,21 @@
 """Shared fixtures: one real mosquitto per session, a unique topic prefix per test."""
 
 import os
+import signal
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from argentic_tools import Messager, ToolManager, Topics
 
-from .brokers import Mosquitto, find_mosquitto, running_mosquitto
+from .brokers import Mosquitto, child_env, find_mosquitto, running_mosquitto
+
+ROOT = Path(__file__).resolve().parent.parent
 
 REQUIRE_MOSQUITTO = os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1"
 
@@ -78,3 +83,67 @@ async def manager(mosquitto: Mosquitto, topics: Topics) -> AsyncIterator[ToolMan
 
 def python_cmd(*args: str) -> list[str]:
     return [sys.executable, *args]
+
+
+class ToolProcess:
+    """A tool process (``python -m MODULE --broker URL --topic-prefix P``) a test can kill."""
+
+    def __init__(self, module: str, url: str, prefix: str, *extra: str) -> None:
+        self.args = python_cmd("-m", module, "--broker", url, "--topic-prefix", prefix, *extra)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> "ToolProcess":
+        self.process = subprocess.Popen(
+            self.args, cwd=ROOT, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.terminate()
+        assert self.process is not None
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait(timeout=10)
+
+    def terminate(self, timeout: float = 15) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=5)
+        return self.process.returncode
+
+    def output(self) -> str:
+        assert self.process is not None
+        if self.process.poll() is None:
+            return ""
+        assert self.process.stdout is not None
+        return self.process.stdout.read().decode(errors="replace")
+
+
+@pytest.fixture
+def tool_process(mosquitto: Mosquitto, prefix: str) -> Iterator[ToolProcess]:
+    """The test tools of ``tests.tool_proc`` running in their own process."""
+    with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+        yield proc
+
+
+TEST_TOOLS = ("echo", "sleep", "fail", "crash", "unserialisable", "whoami")
+
+
+async def ready(manager: ToolManager, names: tuple[str, ...] = TEST_TOOLS) -> None:
+    """Wait (bounded) until every tool of ``tests.tool_proc`` is registered."""
+    for name in names:
+        await manager.wait_for_tool(name, timeout=15)

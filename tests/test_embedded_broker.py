@@ -20,12 +20,6 @@ TIMEOUT = 10
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    # amqtt is written for asyncio only.
-    return "asyncio"
-
-
-@pytest.fixture
 async def broker() -> AsyncIterator[EmbeddedBroker]:
     async with EmbeddedBroker() as running:
         yield running

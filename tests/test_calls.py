@@ -1,0 +1,237 @@
+"""Calling tools through a real mosquitto: results, errors, timeouts and batches."""
+
+import json
+
+import aiomqtt
+import anyio
+import pytest
+
+from argentic_tools import (
+    CallContext,
+    TaskErrorMessage,
+    TaskResultMessage,
+    TaskStatus,
+    ToolCallRequest,
+    ToolManager,
+    ToolRegisteredMessage,
+    Topics,
+    parse_message,
+)
+
+from .brokers import Mosquitto
+from .conftest import ToolProcess, ready
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_execute_tool_returns_the_tools_result(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool("echo", {"message": "hello"})
+    assert isinstance(result, TaskResultMessage)
+    assert result.status == TaskStatus.SUCCESS
+    assert result.result == "hello"
+    assert result.tool_name == "echo"
+    assert result.duration_ms is not None and result.duration_ms > 0
+
+
+async def test_execute_tool_by_id_works_like_by_name(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    info = await manager.wait_for_tool("echo", timeout=15)
+    result = await manager.execute_tool(info.id, {"message": "by id"})
+    assert result.result == "by id"
+    assert manager.tools_by_id[info.id]["name"] == "echo"
+    assert manager.tools_by_name["echo"]["id"] == info.id
+    assert json.loads(manager.tools_by_id[info.id]["parameters"])["required"] == ["message"]
+
+
+async def test_execute_tool_with_unknown_name_returns_not_found_error(
+    manager: ToolManager,
+) -> None:
+    result = await manager.execute_tool("nonexistent_tool", {})
+    assert isinstance(result, TaskErrorMessage)
+    assert result.error == "Tool 'nonexistent_tool' not found."
+    assert result.error_code == "not_found"
+
+
+async def test_invalid_arguments_give_an_error_before_anything_is_published(
+    mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
+) -> None:
+    info = await manager.wait_for_tool("echo", timeout=15)
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
+        await spy.subscribe(topics.call(info.id), qos=1)
+        bad = await manager.execute_tool("echo", {"message": 42, "extra": True})
+        assert isinstance(bad, TaskErrorMessage)
+        assert bad.error_code == "invalid_arguments"
+        assert "Tool 'echo'" in bad.error
+        assert "$.message" in bad.error
+        assert {p["path"] for p in bad.details} >= {"$.message", "$"}
+        good = await manager.execute_tool("echo", {"message": "ok"})
+        assert good.ok
+        with anyio.fail_after(5):
+            first = await anext(aiter(spy.messages))
+        # The first task the tool topic ever saw is the valid call: the invalid one never left.
+        assert parse_message(first.payload).task_id == good.task_id  # type: ignore[arg-type, attr-defined]
+
+
+async def test_arguments_given_as_a_json_string_are_refused_with_a_fix(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool("echo", '{"message": "hi"}')  # type: ignore[arg-type]
+    assert isinstance(result, TaskErrorMessage)
+    assert "must be a JSON object" in result.error
+    assert "not a string" in result.error
+
+
+async def test_slow_tool_times_out_with_timeout_status(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool("sleep", {"seconds": 30}, timeout=0.3)
+    assert isinstance(result, TaskErrorMessage)
+    assert result.status == TaskStatus.TIMEOUT
+    assert "Tool 'sleep' timed out" in result.error
+    assert manager.pending_calls == 0
+
+
+async def test_timeout_of_zero_means_zero_not_the_default(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool("echo", {"message": "x"}, timeout=0)
+    assert result.status == TaskStatus.TIMEOUT
+
+
+async def test_tool_error_comes_back_as_failed_with_its_message_and_no_traceback(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool("fail", {"reason": "disk full"})
+    assert isinstance(result, TaskErrorMessage)
+    assert result.status == TaskStatus.FAILED
+    assert "failing on purpose: disk full" in result.error
+    assert "Tool 'fail'" in result.error
+    assert result.traceback is None
+
+
+async def test_unexpected_exception_is_reported_with_its_type(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool("crash", {})
+    assert isinstance(result, TaskErrorMessage)
+    assert "ZeroDivisionError: division by zero" in result.error
+
+
+async def test_unserialisable_result_fails_clearly_and_the_connection_survives(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool("unserialisable", {})
+    assert isinstance(result, TaskErrorMessage)
+    assert "not JSON-serialisable" in result.error
+    assert (await manager.execute_tool("echo", {"message": "still here"})).result == "still here"
+
+
+async def test_get_tool_results_runs_concurrently_and_keeps_request_order(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    # Ten 1-second sleeps under a 5-second bound finish only if they overlap.
+    requests = [ToolCallRequest(tool_id="sleep", arguments={"seconds": 1}) for _ in range(10)]
+    requests.insert(3, ToolCallRequest(tool_id="echo", arguments={"message": "third"}))
+    requests.append(ToolCallRequest(tool_id="missing", arguments={}))
+    with anyio.fail_after(5):
+        results, any_errors = await manager.get_tool_results(requests)
+    assert [r.tool_name for r in results] == [
+        "sleep",
+        "sleep",
+        "sleep",
+        "echo",
+        *["sleep"] * 7,
+        "missing",
+    ]
+    assert results[3].result == "third"
+    assert any_errors is True
+
+
+async def test_each_batch_request_carries_its_own_timeout(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    results, any_errors = await manager.get_tool_results(
+        [
+            ToolCallRequest(tool_id="sleep", arguments={"seconds": 5}, timeout=0.2),
+            ToolCallRequest(tool_id="sleep", arguments={"seconds": 0}, timeout=10, call_id="fast"),
+        ]
+    )
+    assert results[0].status == TaskStatus.TIMEOUT
+    assert results[1].ok and results[1].call_id == "fast" and results[1].task_id == "fast"
+    assert any_errors
+
+
+async def test_context_and_call_id_reach_the_tool(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    context = CallContext(thread_id="t-1", trace_id="tr-9", user_id="u-3")
+    result = await manager.execute_tool("whoami", {}, call_id="call-7", context=context)
+    assert result.ok
+    assert result.call_id == "call-7"
+    assert result.result["thread_id"] == "t-1"
+    assert result.result["trace_id"] == "tr-9"
+    assert result.result["user_id"] == "u-3"
+    assert result.result["call_id"] == "call-7"
+
+
+async def test_registration_is_confirmed_on_the_status_topic(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics, prefix: str
+) -> None:
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
+        await spy.subscribe(topics.status, qos=1)
+        with ToolProcess("tests.tool_proc", mosquitto.url, prefix):
+            info = await manager.wait_for_tool("echo", timeout=15)
+            with anyio.fail_after(10):
+                async for message in spy.messages:
+                    parsed = parse_message(message.payload)  # type: ignore[arg-type]
+                    if isinstance(parsed, ToolRegisteredMessage) and parsed.tool_name == "echo":
+                        break
+            assert parsed.tool_id == info.id
+            assert parsed.source == manager.messager.client_id
+
+
+async def test_prompt_description_lists_each_tool_with_its_schema(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    described = json.loads(manager.generate_tool_descriptions_for_prompt())
+    assert manager.get_tools_description() == manager.generate_tool_descriptions_for_prompt()
+    by_name = {d["name"]: d for d in described}
+    assert set(by_name) == set(manager.get_tool_names())
+    assert set(by_name) >= {"echo", "sleep", "fail", "whoami"}
+    assert by_name["echo"]["description"] == "Return the message unchanged."
+    assert by_name["echo"]["parameters"]["properties"]["message"]["type"] == "string"
+    assert by_name["echo"]["tool_id"] == manager.tools_by_name["echo"]["id"]
+
+
+async def test_clean_shutdown_unregisters_every_tool(
+    manager: ToolManager, mosquitto: Mosquitto, prefix: str
+) -> None:
+    with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+        info = await manager.wait_for_tool("echo", timeout=15)
+        assert proc.terminate() == 0
+        await manager.wait_for_tool_removed(info.id, timeout=10)
+    assert "echo" not in manager.get_tool_names()
+    assert info.id not in manager.tools_by_id
+
+
+async def test_set_log_level_accepts_names(manager: ToolManager) -> None:
+    manager.set_log_level("DEBUG")
+    assert manager.logger.level == 10
+    manager.set_log_level("warning")
+    assert manager.logger.level == 30
+    with pytest.raises(ValueError, match="unknown log level"):
+        manager.set_log_level("LOUD")
