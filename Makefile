@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e ".[dev]"
+	# The peer implementation, for the interoperability tests and the benchmark.
+	$(BIN)/pip install --quiet --no-deps "argentic==0.16.*"
 	touch $(STAMP)
 
 ## demo: start an embedded broker (unless one answers), the example tools, and a scripted agent

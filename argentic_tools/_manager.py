@@ -61,6 +61,9 @@ from ._transport import IncomingMessage, Messager
 
 _ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
 _REMEMBER_FINISHED = 10_000
+LEGACY_SETTLE_SECONDS = 0.3
+"""Plain Argentic tools subscribe to their call topic only after our confirmation reaches
+them; calls to a freshly registered one wait this long so that the first is not lost."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +93,11 @@ class ToolInfo:
 
 
 class _Entry:
-    __slots__ = ("_output_validator", "_validator", "info", "legacy", "public")
+    __slots__ = ("_output_validator", "_validator", "info", "public", "ready_at")
 
-    def __init__(self, info: ToolInfo, legacy: bool) -> None:
+    def __init__(self, info: ToolInfo, ready_at: float) -> None:
         self.info = info
-        self.legacy = legacy
+        self.ready_at = ready_at
         self.public: dict[str, Any] = {
             "id": info.id,
             "name": info.name,
@@ -448,7 +451,14 @@ class ToolManager:
             metadata=dict(spec.metadata) if spec else {},
         )
         previous = self._entries.get(tool_id)
-        entry = _Entry(info, legacy=reg.protocol is None)
+        ready_at = 0.0
+        if reg.protocol is None:
+            ready_at = (
+                previous.ready_at
+                if previous is not None
+                else (asyncio.get_running_loop().time() + LEGACY_SETTLE_SECONDS)
+            )
+        entry = _Entry(info, ready_at)
         if previous is not None:
             self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
         else:
@@ -701,6 +711,10 @@ class ToolManager:
         self._pending[task_id] = _Pending(future, info.id)
         try:
             async with asyncio.timeout(wait):
+                if entry.ready_at:
+                    settle = entry.ready_at - asyncio.get_running_loop().time()
+                    if settle > 0:
+                        await asyncio.sleep(settle)
                 await self.messager.publish(self.topics.call(info.id), encode(task))
                 result = await future
         except TimeoutError:

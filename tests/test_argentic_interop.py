@@ -1,0 +1,96 @@
+"""Interoperability with the peer implementation, argentic 0.16, in both directions."""
+
+import logging
+from collections.abc import Iterator
+
+import anyio
+import pytest
+
+from argentic_tools import TaskErrorMessage, ToolManager, ToolService, Topics, tool
+
+from .brokers import Mosquitto
+from .conftest import ROOT, child_env, python_cmd
+
+argentic = pytest.importorskip("argentic", reason="argentic 0.16 is installed by `make test`")
+
+pytestmark = [pytest.mark.anyio, pytest.mark.argentic]
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case the text and add an exclamation mark."""
+    return text.upper() + "!"
+
+
+@pytest.fixture
+def argentic_tool(mosquitto: Mosquitto, prefix: str) -> Iterator[None]:
+    import subprocess
+
+    proc = subprocess.Popen(
+        python_cmd(
+            "-m",
+            "tests.argentic_peer",
+            "--broker-port",
+            str(mosquitto.port),
+            "--topic-prefix",
+            prefix,
+        ),
+        cwd=ROOT,
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+async def test_unmodified_argentic_tool_registers_with_our_manager_and_serves_calls(
+    manager: ToolManager, argentic_tool: None
+) -> None:
+    info = await manager.wait_for_tool("argentic_upper", timeout=20)
+    assert info.description == "Return the text in upper case."
+    # The very first call after registration is not lost.
+    first = await manager.execute_tool("argentic_upper", {"text": "first"}, timeout=10)
+    assert first.ok, first
+    assert first.result == "FIRST"
+    bad = await manager.execute_tool("argentic_upper", {"text": 5})
+    assert isinstance(bad, TaskErrorMessage)
+    assert bad.error_code == "invalid_arguments"
+
+
+async def test_our_tool_registers_with_an_unmodified_argentic_manager_and_serves_calls(
+    mosquitto: Mosquitto, topics: Topics
+) -> None:
+    from argentic.core.messager.messager import Messager as ArgenticMessager
+    from argentic.core.protocol.task import TaskStatus as ArgenticStatus
+    from argentic.core.tools.tool_manager import ToolManager as ArgenticToolManager
+
+    logging.getLogger("argentic").setLevel(logging.WARNING)
+    peer = ArgenticMessager(broker_address="127.0.0.1", port=mosquitto.port, log_level="WARNING")
+    assert await peer.connect()
+    try:
+        their_manager = ArgenticToolManager(
+            peer,
+            log_level="WARNING",
+            register_topic=topics.register,
+            tool_call_topic_base=topics.call_base,
+            tool_response_topic_base=topics.response_base,
+            status_topic=topics.status,
+            default_timeout=10,
+        )
+        await their_manager.async_init()
+        async with ToolService(mosquitto.url, [shout], topics=topics):
+            with anyio.fail_after(10):
+                while "shout" not in their_manager.tools_by_name:
+                    await anyio.sleep(0.01)
+            result = await their_manager.execute_tool("shout", {"text": "hi"})
+            assert result.status == ArgenticStatus.SUCCESS
+            assert result.result == "HI!"
+            failed = await their_manager.execute_tool("shout", {"text": 1, "extra": 2})
+            assert failed.status in (ArgenticStatus.FAILED, ArgenticStatus.ERROR)
+            assert "shout" in failed.error
+    finally:
+        await peer.disconnect()
