@@ -307,6 +307,7 @@ class ToolManager:
 
         Raises:
             TimeoutError: It did not register within ``timeout`` seconds.
+
         """
         async with asyncio.timeout(timeout):
             while True:
@@ -323,6 +324,7 @@ class ToolManager:
 
         Raises:
             TimeoutError: It is still registered after ``timeout`` seconds.
+
         """
         async with asyncio.timeout(timeout):
             while tool_id in self._entries:

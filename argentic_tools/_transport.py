@@ -105,6 +105,17 @@ def make_client_id(prefix: str = "argentic-tools") -> str:
     return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
 
 
+class _ClosingSSLSocket(ssl.SSLSocket):
+    """Closes itself when the handshake fails (paho would leave it open)."""
+
+    def do_handshake(self, block: bool = False) -> None:
+        try:
+            super().do_handshake(block)
+        except BaseException:
+            self.close()
+            raise
+
+
 def build_tls_context(tls_params: dict[str, Any] | None, *, enabled: bool) -> ssl.SSLContext | None:
     """Build the TLS context from Argentic-style ``tls_params``.
 
@@ -115,6 +126,7 @@ def build_tls_context(tls_params: dict[str, Any] | None, *, enabled: bool) -> ss
         return None
     params = tls_params or {}
     context = ssl.create_default_context(cafile=params.get("ca_certs"))
+    context.sslsocket_class = _ClosingSSLSocket
     if params.get("certfile"):
         context.load_cert_chain(params["certfile"], params.get("keyfile"))
     if params.get("ciphers"):
@@ -136,6 +148,15 @@ def _matches(topic_filter: str, topic: str) -> bool:
         if level != "+" and level != topic_levels[index]:
             return False
     return len(filter_levels) == len(topic_levels)
+
+
+def _discard(client: aiomqtt.Client) -> None:
+    # paho keeps the socket of a failed handshake open; close it so nothing leaks.
+    paho = client._client
+    with contextlib.suppress(Exception):
+        sock = paho.socket()
+        if sock is not None:
+            sock.close()
 
 
 def _describe_mqtt_error(exc: Exception) -> str:
@@ -415,21 +436,20 @@ class Messager:
             max_inflight_messages=65535,
         )
         where = f"{self.broker_address}:{self.port}"
+        problem: str | None = None
         try:
             async with asyncio.timeout(self.connect_timeout):
                 await client.__aenter__()
         except TimeoutError:
-            raise BrokerUnavailableError(
-                f"cannot reach the MQTT broker at {where}: no answer within "
-                f"{self.connect_timeout:g} s"
-            ) from None
+            problem = f"no answer within {self.connect_timeout:g} s"
         except aiomqtt.MqttError as exc:
-            raise BrokerUnavailableError(
-                f"cannot connect to the MQTT broker at {where}: {_describe_mqtt_error(exc)}"
-            ) from None
+            problem = _describe_mqtt_error(exc)
         except (OSError, ssl.SSLError) as exc:
+            problem = str(exc) or type(exc).__name__
+        if problem is not None:
+            _discard(client)
             raise BrokerUnavailableError(
-                f"cannot connect to the MQTT broker at {where}: {exc}"
+                f"cannot connect to the MQTT broker at {where}: {problem}"
             ) from None
         try:
             for topic in self._filters():

@@ -52,6 +52,7 @@ class Mosquitto:
     port: int
     workdir: Path
     extra_config: str = ""
+    anonymous: bool = True
     process: subprocess.Popen[bytes] | None = field(default=None, init=False)
 
     @property
@@ -65,9 +66,12 @@ class Mosquitto:
     def write_config(self) -> None:
         self.config_path.write_text(
             f"listener {self.port} 127.0.0.1\n"
-            "allow_anonymous true\n"
+            f"allow_anonymous {'true' if self.anonymous else 'false'}\n"
             "set_tcp_nodelay true\n"
-            "max_queued_messages 100000\n"
+            # As root, mosquitto would switch to its own user and lose access to files
+            # (password files, certificates) in the test's private temporary directories.
+            + ("user root\n" if os.geteuid() == 0 else "")
+            + "max_queued_messages 100000\n"
             "max_inflight_messages 0\n"
             f"{self.extra_config}\n"
         )
@@ -116,7 +120,9 @@ class Mosquitto:
 
 
 @contextlib.contextmanager
-def running_mosquitto(extra_config: str = "", port: int | None = None) -> Iterator[Mosquitto]:
+def running_mosquitto(
+    extra_config: str = "", port: int | None = None, *, anonymous: bool = True
+) -> Iterator[Mosquitto]:
     """Start a private mosquitto on a free loopback port for the duration of the block."""
     binary = find_mosquitto()
     if binary is None:
@@ -125,7 +131,7 @@ def running_mosquitto(extra_config: str = "", port: int | None = None) -> Iterat
             "or `apt-get install mosquitto`"
         )
     with tempfile.TemporaryDirectory(prefix="argentic-tools-mosquitto-") as tmp:
-        broker = Mosquitto(binary, port or free_port(), Path(tmp), extra_config)
+        broker = Mosquitto(binary, port or free_port(), Path(tmp), extra_config, anonymous)
         broker.start()
         try:
             yield broker

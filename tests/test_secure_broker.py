@@ -13,10 +13,13 @@ only message to arrive.
 
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +27,9 @@ import aiomqtt
 import anyio
 import pytest
 
-from .brokers import find_mosquitto, free_port, wait_for_port
+from argentic_tools import Messager, TaskResultMessage, ToolManager
+
+from .brokers import child_env, find_mosquitto, free_port, wait_for_port
 
 pytestmark = pytest.mark.anyio
 
@@ -34,9 +39,8 @@ ACL = REPO / "mosquitto.acl"
 TIMEOUT = 10
 
 PASSWORDS = {
-    "agent": "agent-secret",
-    "calculator": "calculator-secret",
-    "weather": "weather-secret",
+    user: f"{user}-secret"
+    for user in ("agent", "calculator", "units", "weather", "files", "clock", "slow")
 }
 
 
@@ -239,3 +243,132 @@ async def test_bad_credentials_are_refused(
         async with secure_broker.client(user, password):
             pass
     assert "Not authorized" in str(refused.value)
+
+
+def read_acl() -> dict[str, set[tuple[str, str]]]:
+    """User name -> {(access, topic)} from mosquitto.acl."""
+    rules: dict[str, set[tuple[str, str]]] = {}
+    user = None
+    for raw in ACL.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = line.split()
+        if words[0] == "user":
+            user = words[1]
+            assert user not in rules, f"user {user} appears twice"
+            rules[user] = set()
+        else:
+            assert words[0] == "topic" and len(words) == 3, line
+            assert user is not None, f"rule outside a user block: {line}"
+            rules[user].add((words[1], words[2]))
+    return rules
+
+
+def test_acl_gives_each_tool_only_its_own_topics() -> None:
+    rules = read_acl()
+    assert rules.pop("agent") == {
+        ("write", "agent/tools/call/#"),
+        ("read", "agent/tools/register"),
+        ("read", "agent/tools/response/#"),
+        ("readwrite", "agent/status/info"),
+    }
+    tool_clients = sorted(path.stem for path in (REPO / "tool_clients").glob("[!_]*.py"))
+    assert sorted(rules) == tool_clients
+    for user, granted in rules.items():
+        shared = {("write", "agent/tools/register"), ("read", "agent/status/info")}
+        assert shared <= granted, user
+        own = granted - shared
+        calls, answers = set(), set()
+        for access, topic in own:
+            level, _, tool_id = topic.rpartition("/")
+            assert (access, level) in {
+                ("read", "agent/tools/call"),
+                ("write", "agent/tools/response"),
+            }, f"{user} may {access} {topic}"
+            assert tool_id and not set(tool_id) & {"+", "#"}, (user, topic)
+            (calls if access == "read" else answers).add(tool_id)
+        assert calls, user
+        assert calls == answers, user
+        for tool_id in calls:
+            assert tool_id == user or tool_id.startswith(f"{user}."), (user, tool_id)
+
+
+def documented_commands() -> dict[str, list[str]]:
+    """User name -> the tool client command written above its block in mosquitto.acl."""
+    commands = {}
+    comment: list[str] = []
+    for line in ACL.read_text().splitlines():
+        if line.startswith("#"):
+            comment.append(line.removeprefix("#").strip())
+            continue
+        if line.startswith("user ") and line != "user agent":
+            text = " ".join(comment).replace("\\ ", "")
+            assert "python -m " in text, f"no command above {line!r}"
+            commands[line.split()[1]] = shlex.split(text[text.index("python -m ") :])
+        comment = []
+    return commands
+
+
+# One call per tool, by tool id: it proves the tool can read its call topic and write
+# its response topic under the ACL.
+CALLS = [
+    ("calculator", {"expression": "6*7"}),
+    ("units", {"value": 1, "from_unit": "km", "to_unit": "m"}),
+    ("weather", {"city": "Paris"}),
+    ("clock", {}),
+    ("files.write_file", {"path": "note.txt", "content": "hi"}),
+    ("files.read_file", {"path": "note.txt"}),
+    ("files.list_files", {}),
+    ("slow.sleep", {"seconds": 0}),
+    ("slow.echo", {"message": "hi"}),
+]
+
+
+@pytest.fixture
+def documented_tools(secure_broker: SecureBroker, tmp_path: Path) -> Iterator[None]:
+    """Every tool client, started with the command mosquitto.acl documents for it."""
+    with ExitStack() as stack:
+        for user, command in documented_commands().items():
+            argv = [
+                arg.replace("PASSWORD", PASSWORDS[user])
+                .replace("HOST:1883", f"127.0.0.1:{secure_broker.port}")
+                .replace("/data", str(tmp_path / "sandbox"))
+                for arg in command
+            ]
+            assert argv[:2] == ["python", "-m"], argv
+            log = stack.enter_context((tmp_path / f"{user}.log").open("wb"))
+            process = subprocess.Popen(
+                [sys.executable, *argv[1:]],
+                cwd=REPO,
+                env=child_env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+            stack.callback(stop_process, process)
+        yield
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=TIMEOUT)
+
+
+@pytest.mark.usefixtures("documented_tools")
+async def test_documented_tool_commands_work_under_the_acl(
+    secure_broker: SecureBroker,
+) -> None:
+    url = f"mqtt://agent:{PASSWORDS['agent']}@127.0.0.1:{secure_broker.port}"
+    # The agent's Last Will goes to the registration topic by default, which the
+    # ACL does not let it write: mosquitto would drop it, so do not ask for one.
+    async with Messager(url, will_topic=None) as messager, ToolManager(messager) as manager:
+        for tool_id, _ in CALLS:
+            await manager.wait_for_tool(tool_id, timeout=TIMEOUT)
+        for tool_id, arguments in CALLS:
+            result = await manager.execute_tool(tool_id, arguments, timeout=TIMEOUT)
+            assert isinstance(result, TaskResultMessage), result
+            assert result.tool_id == tool_id

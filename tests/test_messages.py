@@ -1,0 +1,131 @@
+"""Wire messages: what is parsed, what is refused, and the public namespace."""
+
+import json
+
+import pytest
+
+import argentic_tools
+from argentic_tools import (
+    ProtocolError,
+    RegisterToolMessage,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    TaskStatus,
+    ToolCallRequest,
+    ToolExecutionError,
+    ToolNotFoundError,
+    ToolTimeoutError,
+    parse_message,
+)
+from argentic_tools._messages import encode
+
+
+def test_public_namespace_is_pinned() -> None:
+    assert len(argentic_tools.__all__) == len(set(argentic_tools.__all__))
+    for name in argentic_tools.__all__:
+        assert hasattr(argentic_tools, name), name
+    assert set(argentic_tools.__all__) >= {
+        "ToolManager",
+        "Messager",
+        "BaseTool",
+        "tool",
+        "ToolService",
+        "TaskStatus",
+        "RegisterToolMessage",
+        "ToolRegisteredMessage",
+        "UnregisterToolMessage",
+        "TaskMessage",
+        "TaskResultMessage",
+        "TaskErrorMessage",
+        "ToolCallRequest",
+        "ToolsError",
+    }
+
+
+def test_error_result_parses_as_task_error_message_even_with_upper_case_status() -> None:
+    payload = {
+        "type": "TASK",
+        "task_id": "t",
+        "tool_id": "i",
+        "tool_name": "n",
+        "status": "FAILED",
+        "error": "SMTP connection failed",
+    }
+    parsed = parse_message(json.dumps(payload))
+    assert isinstance(parsed, TaskErrorMessage)
+    assert parsed.status == TaskStatus.FAILED
+
+
+def test_success_parses_as_result_and_unknown_fields_are_ignored() -> None:
+    payload = {
+        "type": "TASK",
+        "task_id": "t",
+        "tool_id": "i",
+        "tool_name": "n",
+        "status": "SUCCESS",
+        "result": {"x": 1},
+        "from_the_future": [1, 2],
+    }
+    parsed = parse_message(json.dumps(payload).encode())
+    assert isinstance(parsed, TaskResultMessage)
+    assert parsed.ok
+    assert parsed.result == {"x": 1}
+    assert parsed.raise_for_status() is parsed
+
+
+def test_task_without_status_is_a_task() -> None:
+    parsed = parse_message(encode(TaskMessage(tool_id="i", tool_name="n", arguments={"a": 1})))
+    assert type(parsed) is TaskMessage
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"{", "not valid JSON"),
+        (b"[1, 2]", "message type"),
+        (b'{"type": "NOPE"}', "message type"),
+        (b'{"type": "TASK", "tool_name": "x"}', "tool_id"),
+        (b'{"type": "REGISTER_TOOL"}', "tool_name is required"),
+        (b"\xff\xfe\xfa", "not valid JSON"),
+        (b'{"type": "TASK", "tool_id": 5, "tool_name": "x"}', "tool_id"),
+    ],
+)
+def test_malformed_payloads_are_refused_with_a_reason(payload: bytes, reason: str) -> None:
+    with pytest.raises(ProtocolError, match=reason):
+        parse_message(payload)
+
+
+def test_oversized_payload_is_refused_before_parsing() -> None:
+    with pytest.raises(ProtocolError, match="exceeds"):
+        parse_message(b" " * 101, max_bytes=100)
+
+
+def test_registration_takes_its_name_from_the_spec() -> None:
+    reg = parse_message(
+        b'{"type": "REGISTER_TOOL", "tool_spec": {"name": "n", "description": "d"}}'
+    )
+    assert isinstance(reg, RegisterToolMessage)
+    assert (reg.tool_name, reg.tool_manual) == ("n", "d")
+
+
+def test_error_results_turn_into_typed_exceptions() -> None:
+    def error(code: str | None, status: TaskStatus = TaskStatus.FAILED) -> TaskErrorMessage:
+        return TaskErrorMessage(
+            tool_id="i", tool_name="n", error="why", error_code=code, status=status
+        )
+
+    with pytest.raises(ToolNotFoundError) as caught:
+        error("not_found").raise_for_status()
+    assert caught.value.tool_name == "n"
+    assert isinstance(caught.value, LookupError)
+    with pytest.raises(TimeoutError):
+        error(None, TaskStatus.TIMEOUT).raise_for_status()
+    assert isinstance(error(None).to_exception(), ToolTimeoutError) is False
+    assert isinstance(error("something new").to_exception(), ToolExecutionError)
+
+
+def test_tool_call_request_defaults() -> None:
+    request = ToolCallRequest(tool_id="x")
+    assert request.arguments == {}
+    assert request.timeout is None

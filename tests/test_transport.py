@@ -1,0 +1,122 @@
+"""The Messager against real brokers: URLs, failures, credentials, TLS and socket options."""
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from argentic_tools import BrokerUnavailableError, BrokerURL, Messager, PayloadTooLargeError
+from argentic_tools._transport import IncomingMessage
+
+from .brokers import Mosquitto, free_port, running_mosquitto
+
+pytestmark = pytest.mark.anyio
+
+
+def test_broker_url_parses_credentials_port_and_tls() -> None:
+    url = BrokerURL.parse("mqtts://al%40ice:s3cret@broker.local:8884")
+    assert (url.host, url.port, url.username, url.password, url.tls) == (
+        "broker.local",
+        8884,
+        "al@ice",
+        "s3cret",
+        True,
+    )
+    assert BrokerURL.parse("localhost").port == 1883
+    assert BrokerURL.parse("mqtts://h").port == 8883
+    assert str(BrokerURL.parse("mqtt://h:1")) == "mqtt://h:1"
+
+
+@pytest.mark.parametrize("bad", ["http://host:1883", "mqtt://:1883", "mqtt://host:99999"])
+def test_broker_url_rejects_what_it_cannot_use(bad: str) -> None:
+    with pytest.raises(ValueError, match="broker URL|scheme"):
+        BrokerURL.parse(bad)
+
+
+async def test_url_form_connects_and_round_trips(mosquitto: Mosquitto, prefix: str) -> None:
+    received: list[IncomingMessage] = []
+    done = anyio.Event()
+
+    async def handler(message: IncomingMessage) -> None:
+        received.append(message)
+        done.set()
+
+    async with Messager(mosquitto.url, will_topic=None) as messager:
+        assert messager.is_connected()
+        await messager.subscribe(f"{prefix}/+/x", handler)
+        await messager.publish(f"{prefix}/a/x", b"payload")
+        with anyio.fail_after(5):
+            await done.wait()
+    assert received[0].topic == f"{prefix}/a/x"
+    assert received[0].payload == b"payload"
+    assert not messager.is_connected()
+
+
+async def test_unreachable_broker_raises_a_clear_error() -> None:
+    port = free_port()
+    messager = Messager(f"mqtt://127.0.0.1:{port}", connect_timeout=3)
+    with pytest.raises(BrokerUnavailableError, match=f"127.0.0.1:{port}"):
+        await messager.connect()
+    assert not messager.is_connected()
+
+
+async def test_connecting_twice_is_an_error(mosquitto: Mosquitto) -> None:
+    async with Messager(mosquitto.url) as messager:
+        with pytest.raises(RuntimeError, match="already connected"):
+            await messager.connect()
+
+
+async def test_tcp_nodelay_is_set_on_the_client_socket(mosquitto: Mosquitto) -> None:
+    async with Messager(mosquitto.url) as messager:
+        assert messager._client is not None
+        sock = messager._client._client.socket()
+        assert isinstance(sock, socket.socket)
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+
+
+async def test_oversized_publish_is_refused_before_sending(mosquitto: Mosquitto) -> None:
+    async with Messager(mosquitto.url, max_payload_bytes=100) as messager:
+        with pytest.raises(PayloadTooLargeError, match="exceeds the limit of 100 bytes"):
+            await messager.publish("x/y", b"z" * 101)
+
+
+def test_client_ids_are_unique_across_processes_started_together() -> None:
+    code = "from argentic_tools import Messager; print(Messager().client_id)"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE) for _ in range(4)
+    ]
+    ids = {p.communicate(timeout=60)[0].strip() for p in procs}
+    assert len(ids) == 4
+
+
+async def test_credentials_reach_the_broker(tmp_path: Path) -> None:
+    passwd = tmp_path / "passwd"
+    subprocess.run(["mosquitto_passwd", "-b", "-c", str(passwd), "agent", "right"], check=True)
+    with running_mosquitto(f"password_file {passwd}\n", anonymous=False) as broker:
+        async with Messager(f"mqtt://agent:right@127.0.0.1:{broker.port}") as messager:
+            await messager.publish("auth/check", b"ok")
+        with pytest.raises(BrokerUnavailableError, match="not authori"):
+            await Messager(f"mqtt://agent:wrong@127.0.0.1:{broker.port}").connect()
+        with pytest.raises(BrokerUnavailableError, match="not authori"):
+            await Messager(f"mqtt://127.0.0.1:{broker.port}").connect()
+
+
+async def test_tls_settings_reach_the_client(tmp_path: Path) -> None:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server = ca.issue_cert("127.0.0.1", "localhost")
+    ca_file, cert_file, key_file = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    server.cert_chain_pems[0].write_to_path(str(cert_file))
+    server.private_key_pem.write_to_path(str(key_file))
+    tls = f"cafile {ca_file}\ncertfile {cert_file}\nkeyfile {key_file}\n"
+    with running_mosquitto(tls) as broker:
+        url = f"mqtts://127.0.0.1:{broker.port}"
+        async with Messager(url, tls_params={"ca_certs": str(ca_file)}) as messager:
+            await messager.publish("tls/check", b"ok")
+        # Without our CA the server certificate is not trusted: a clear error, not a hang.
+        with pytest.raises(BrokerUnavailableError, match="127.0.0.1"):
+            await Messager(url, connect_timeout=5).connect()
