@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any, Self
 
 from ._errors import BrokerError, PayloadTooLargeError, ProtocolError
+from ._exports import export, prompt_entry, provider_name
 from ._logging import DropLog, LogLevel, parse_log_level
 from ._messages import (
     PROTOCOL_VERSION,
@@ -189,6 +190,7 @@ class ToolManager:
         self._drops = DropLog(self.logger)
         self._background: set[asyncio.Task[None]] = set()
         self._prompt_cache: str | None = None
+        self._export_cache: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         self._pump = ObservationPump(recorder) if recorder is not None else None
         self._registry_waiters: set[asyncio.Future[None]] = set()
         self._initialised = False
@@ -285,18 +287,37 @@ class ToolManager:
         """JSON list of ``{tool_id, name, description, parameters}`` for an LLM prompt."""
         if self._prompt_cache is None:
             self._prompt_cache = json.dumps(
-                [
-                    {
-                        "tool_id": entries[0].info.id,
-                        "name": name,
-                        "description": entries[0].info.description,
-                        "parameters": entries[0].info.input_schema,
-                    }
-                    for name, entries in self._by_name.items()
-                ],
+                [prompt_entry(entries[0].info) for entries in self._by_name.values()],
                 ensure_ascii=False,
             )
         return self._prompt_cache
+
+    def export_tools(
+        self,
+        fmt: str = "openai",
+        *,
+        thread_id: str | None = None,
+        tags: Iterable[str] | None = None,
+        strict: bool = True,
+    ) -> list[dict[str, Any]]:
+        """The registry as LLM tool definitions: ``prompt``, ``openai``, ``anthropic`` or ``mcp``.
+
+        Only tools enabled for ``thread_id`` and carrying all ``tags`` are
+        exported. OpenAI exports use strict mode when the schema allows it.
+
+        Raises:
+            ValueError: Unknown format.
+
+        """
+        if thread_id is None and not tags:
+            key = (fmt, strict)
+            cached = self._export_cache.get(key)
+            if cached is None:
+                cached = self._export_cache[key] = export(
+                    (entries[0].info for entries in self._by_name.values()), fmt, strict=strict
+                )
+            return cached
+        return export(self.get_available_tools(thread_id, tags), fmt, strict=strict)
 
     def get_tools_description(self) -> str:
         """Alias of :meth:`generate_tool_descriptions_for_prompt`."""
@@ -340,6 +361,7 @@ class ToolManager:
 
     def _notify_registry_changed(self) -> None:
         self._prompt_cache = None
+        self._export_cache.clear()
         for waiter in self._registry_waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -350,7 +372,13 @@ class ToolManager:
             return entry
         entries = self._by_name.get(tool_name_or_id)
         if not entries:
-            return None
+            # LLMs call tools by the provider-safe name the exports gave them.
+            entries = next(
+                (e for name, e in self._by_name.items() if provider_name(name) == tool_name_or_id),
+                None,
+            )
+            if not entries:
+                return None
         if len(entries) == 1:
             return entries[0]
         self._round_robin += 1
