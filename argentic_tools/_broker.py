@@ -27,6 +27,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import anyio
+from anyio.abc import TaskStatus
 
 __all__ = ["EmbeddedBroker"]
 
@@ -167,7 +168,8 @@ class EmbeddedBroker:
             raise RuntimeError(_MISSING_EXTRA) from exc
         _quiet_chatty_loggers()
 
-        for attempt in range(1, _BIND_ATTEMPTS + 1):
+        attempts_left = _BIND_ATTEMPTS
+        while True:
             # A restarted broker listens on the port it had before, so clients can
             # reconnect to the same URL; only a port that was never chosen is picked.
             picked = self._port == 0
@@ -176,7 +178,8 @@ class EmbeddedBroker:
             try:
                 await broker.start()
             except BrokerError as exc:
-                if picked and attempt < _BIND_ATTEMPTS and _is_address_in_use(exc):
+                attempts_left -= 1
+                if picked and attempts_left > 0 and _is_address_in_use(exc):
                     continue
                 raise OSError(
                     f"the embedded broker cannot listen on {self._host}:{port}: {exc}"
@@ -195,14 +198,23 @@ class EmbeddedBroker:
         with anyio.CancelScope(shield=True):
             await broker.shutdown()
 
-    async def serve_forever(self) -> None:
+    async def serve_forever(
+        self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Run the broker until the calling task is cancelled, then stop it.
 
-        Starts the broker first when it is not running yet.
+        Starts the broker first when it is not running yet. With
+        ``await task_group.start(broker.serve_forever)``, the caller resumes once
+        the broker accepts connections.
+
+        Args:
+            task_status: Set by `anyio.abc.TaskGroup.start`; do not pass it yourself.
+
         """
         if self._broker is None:
             await self.start()
         try:
+            task_status.started()
             await anyio.sleep_forever()
         finally:
             await self.stop()

@@ -28,6 +28,7 @@ from ._messages import (
     TaskMessage,
     TaskResultMessage,
     TaskStatus,
+    ToolCancelMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolSpec,
@@ -65,7 +66,7 @@ class ToolEndpoint:
         self.confirmed = asyncio.Event()
         self._refused: str | None = None
         self._limiter = asyncio.Semaphore(tool.max_concurrency) if tool.max_concurrency else None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[str, asyncio.Task[None]] = {}
         self._recent: OrderedDict[str, Any] = OrderedDict()
         self._drops = DropLog(logger)
         self._stopped = False
@@ -73,17 +74,26 @@ class ToolEndpoint:
 
     # -- lifecycle -----------------------------------------------------------
 
-    async def start(self, *, confirm_timeout: float = 5.0, attempts: int = 3) -> str:
-        """Subscribe, register, and wait (bounded) for a confirmation; returns the tool id."""
+    async def start(self, *, confirm_timeout: float = 1.0, attempts: int = 3) -> str:
+        """Subscribe, register, and wait for a confirmation; returns the tool id.
+
+        The registration is sent ``attempts`` times within ``confirm_timeout``
+        seconds in all. Without a confirmation by then the tool keeps serving:
+        managers that start later announce themselves and it registers again.
+
+        Raises:
+            RegistrationError: A manager refused the registration.
+
+        """
         await self.messager.subscribe(self.topics.status, self._on_status)
         await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
         self.messager.add_reconnect_hook(self._register)
         self.tool.id = self.tool_id
         self._registration = self._build_registration()
-        for attempt in range(attempts):
+        for _ in range(attempts):
             await self._register()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(confirm_timeout / attempts * (attempt + 1)):
+                async with asyncio.timeout(confirm_timeout / attempts):
                     await self.confirmed.wait()
             if self._refused is not None:
                 raise RegistrationError(f"tool {self.tool.name!r}: {self._refused}")
@@ -113,7 +123,7 @@ class ToolEndpoint:
                         UnregisterToolMessage(tool_id=self.tool_id, source=self.messager.client_id),
                     )
         if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=grace_period)
+            _, pending = await asyncio.wait(set(self._tasks.values()), timeout=grace_period)
             for task in pending:
                 task.cancel()
             if pending:
@@ -196,6 +206,17 @@ class ToolEndpoint:
         except ProtocolError as exc:
             self._drops.drop(message.topic, str(exc))
             return
+        if isinstance(task, ToolCancelMessage):
+            running = self._tasks.get(task.task_id)
+            if running is not None and task.tool_id in (None, self.tool_id):
+                logger.info(
+                    "tool %r: cancelling task %s (%s)",
+                    self.tool.name,
+                    task.task_id,
+                    task.reason or "cancelled by the caller",
+                )
+                running.cancel()
+            return
         if type(task) is not TaskMessage:
             self._drops.drop(message.topic, f"expected a TASK message, got {task.type}")
             return
@@ -216,8 +237,8 @@ class ToolEndpoint:
         runner = asyncio.create_task(
             self._serve(task), name=f"tool:{self.tool.name}:{task.task_id}"
         )
-        self._tasks.add(runner)
-        runner.add_done_callback(self._tasks.discard)
+        self._tasks[task.task_id] = runner
+        runner.add_done_callback(lambda _: self._tasks.pop(task.task_id, None))
 
     def _remember(self, task_id: str, value: Any) -> None:
         self._recent[task_id] = value
@@ -234,7 +255,7 @@ class ToolEndpoint:
                 async with self._limiter:
                     reply = await self._run(task)
         except asyncio.CancelledError:
-            reply = self._error(task, "cancelled: the tool service is shutting down", "cancelled")
+            reply = self._error(task, "cancelled before it finished", "cancelled")
             self._remember(task.task_id, reply)
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(1):

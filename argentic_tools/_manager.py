@@ -33,6 +33,7 @@ from ._messages import (
     TaskResultMessage,
     TaskStatus,
     ToolCallRequest,
+    ToolCancelMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolResult,
@@ -554,9 +555,12 @@ class ToolManager:
         )
 
     async def _publish_status(self, message: Any) -> None:
+        await self._publish_quietly(self.topics.status, message)
+
+    async def _publish_quietly(self, topic: str, message: Any) -> None:
         try:
             async with asyncio.timeout(10):
-                await self.messager.publish(self.topics.status, message)
+                await self.messager.publish(topic, message)
         except (TimeoutError, BrokerError) as exc:
             self.logger.warning("could not publish %s: %s", message.type, exc)
 
@@ -748,6 +752,18 @@ class ToolManager:
                 await self.messager.publish(self.topics.call(info.id), encode(task))
                 result = await future
         except TimeoutError:
+            # Tell the tool to stop working on it; nobody will read the result.
+            self._spawn(
+                self._publish_quietly(
+                    self.topics.call(info.id),
+                    ToolCancelMessage(
+                        source=self.messager.client_id,
+                        task_id=task_id,
+                        tool_id=info.id,
+                        reason=f"timed out after {wait:g} s",
+                    ),
+                )
+            )
             return self._error(
                 task_id,
                 info.id,

@@ -212,6 +212,18 @@ class ManagerOnlineMessage(BaseMessage):
     type: Literal["MANAGER_ONLINE"] = "MANAGER_ONLINE"
 
 
+class ToolCancelMessage(BaseMessage):
+    """The caller gave up on a task (published on the tool's call topic)."""
+
+    type: Literal["TOOL_CANCEL"] = "TOOL_CANCEL"
+    task_id: str
+    """Task to stop."""
+    tool_id: str | None = None
+    """Tool the task went to."""
+    reason: str | None = None
+    """Why, e.g. ``"timed out after 5 s"``."""
+
+
 class TaskMessage(BaseMessage):
     """A call of a tool (published on ``{call_base}/{tool_id}``)."""
 
@@ -353,6 +365,7 @@ AnyMessage = Annotated[
         Annotated[ToolUnregisteredMessage, Tag("TOOL_UNREGISTERED")],
         Annotated[ClientOfflineMessage, Tag("CLIENT_OFFLINE")],
         Annotated[ManagerOnlineMessage, Tag("MANAGER_ONLINE")],
+        Annotated[ToolCancelMessage, Tag("TOOL_CANCEL")],
         Annotated[TaskMessage, Tag("TASK")],
         Annotated[TaskResultMessage, Tag("TASK_RESULT")],
         Annotated[TaskErrorMessage, Tag("TASK_ERROR")],

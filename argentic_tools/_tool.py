@@ -167,7 +167,7 @@ class BaseTool(ABC):
         call_topic_base: str = DEFAULT_CALL_TOPIC_BASE,
         response_topic_base: str = DEFAULT_RESPONSE_TOPIC_BASE,
         *,
-        confirm_timeout: float = 5.0,
+        confirm_timeout: float = 1.0,
     ) -> str:
         """Subscribe to this tool's call topic, register, and wait for a manager's confirmation.
 

@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 import aiomqtt
 import anyio
 import pytest
-from anyio.abc import Process, TaskStatus
+from anyio.abc import Process
 
+from argentic_tools import _broker
 from argentic_tools._broker import EmbeddedBroker
 
 pytestmark = pytest.mark.anyio
@@ -174,10 +175,11 @@ async def test_port_in_use_is_reported() -> None:
     assert not broker.running
 
 
-async def test_serve_forever_stops_the_broker_when_cancelled() -> None:
+async def test_serve_forever_runs_until_cancelled() -> None:
     broker = EmbeddedBroker()
     async with anyio.create_task_group() as tg:
-        await tg.start(_serve, broker)
+        await tg.start(broker.serve_forever)
+        assert broker.running
         async with client(broker) as probe:
             await probe.publish("probe", b"", qos=1)
         tg.cancel_scope.cancel()
@@ -185,7 +187,17 @@ async def test_serve_forever_stops_the_broker_when_cancelled() -> None:
     assert not broker.running
 
 
-async def _serve(broker: EmbeddedBroker, *, task_status: TaskStatus[None]) -> None:
-    await broker.start()
-    task_status.started()
-    await broker.serve_forever()
+async def test_a_port_taken_after_it_was_picked_is_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        # The race: another process binds the picked port before the broker does.
+        picks = iter([taken.getsockname()[1], _broker._pick_free_port("127.0.0.1")])
+        monkeypatch.setattr(_broker, "_pick_free_port", lambda host: next(picks))
+
+        async with EmbeddedBroker() as broker:
+            assert broker.port != taken.getsockname()[1]
+            async with client(broker) as probe:
+                await probe.publish("probe", b"", qos=1)

@@ -1,0 +1,346 @@
+"""``argentic-tools demo``: the example tools as separate processes, and a scripted agent.
+
+The demo uses the broker given by ``--broker`` when one answers, and otherwise an
+embedded broker on a free loopback port. Each example tool service of
+``tool_clients`` runs in its own process, as it would in production; the agent
+side is a :class:`~argentic_tools.ToolManager` in this process that calls them
+one at a time, in a concurrent batch, with invalid arguments, past a deadline,
+and while their process is killed. Whatever happens (Ctrl-C included), every
+child process is terminated and the embedded broker stopped before returning.
+"""
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from ._cli import CliError, manager_for, messager_from, stderr, stdout, topics_from
+from ._errors import BrokerUnavailableError
+from ._manager import ToolManager
+from ._messages import TaskErrorMessage, ToolCallRequest, ToolResult
+from ._transport import Messager
+
+EXAMPLES: dict[str, tuple[str, ...]] = {
+    "calculator": ("calculate",),
+    "units": ("convert_units",),
+    "weather": ("get_weather",),
+    "clock": ("current_time",),
+    "files": ("write_file", "read_file", "list_files"),
+    "slow": ("sleep", "echo"),
+}
+"""Example service module (``tool_clients.X``) -> the tools it serves."""
+
+PROBE_TIMEOUT = 1.5
+"""Seconds to wait for the ``--broker`` before falling back to the embedded one."""
+STARTUP_TIMEOUT = 15.0
+"""Seconds the tool processes get to start and register."""
+RESULT_CHARS = 160
+"""Longest result shown, in characters of JSON."""
+STOP_TIMEOUT = 5.0
+"""Seconds the tool processes get to exit after SIGTERM before they are killed."""
+
+
+class DemoError(CliError):
+    """The demo could not run (a tool process failed to start)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, status=1)
+
+
+class ToolProcesses:
+    """The example tool services, each in its own child process."""
+
+    def __init__(self, url: str, prefix: str, workdir: Path, options: Sequence[str]) -> None:
+        self.url = url
+        self.prefix = prefix
+        self.workdir = workdir
+        self.options = list(options)
+        self.processes: dict[str, asyncio.subprocess.Process] = {}
+
+    async def start(self) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        for module in EXAMPLES:
+            extra = ["--root", str(self.workdir / "sandbox")] if module == "files" else []
+            with self.log_path(module).open("wb") as log:
+                self.processes[module] = await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    f"tool_clients.{module}",
+                    "--broker",
+                    self.url,
+                    "--topic-prefix",
+                    self.prefix,
+                    "--log-level",
+                    "WARNING",
+                    *self.options,
+                    *extra,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=asyncio.subprocess.STDOUT,
+                    env=env,
+                )
+
+    def log_path(self, module: str) -> Path:
+        return self.workdir / f"{module}.log"
+
+    def log_tail(self, module: str, lines: int = 3) -> str:
+        try:
+            text = self.log_path(module).read_text(errors="replace")
+        except OSError:
+            return ""
+        return " | ".join(text.strip().splitlines()[-lines:])
+
+    async def first_exit(self) -> str:
+        """Wait until any child exits; return its module name."""
+        waits = {
+            asyncio.ensure_future(process.wait()): module
+            for module, process in self.processes.items()
+        }
+        try:
+            done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waits:
+                waiter.cancel()
+        return waits[done.pop()]
+
+    async def kill(self, module: str) -> None:
+        """SIGKILL one child: no clean shutdown, only its MQTT Last Will tells."""
+        process = self.processes[module]
+        process.kill()
+        await process.wait()
+
+    async def stop(self) -> None:
+        """SIGTERM every child, SIGKILL those still running after STOP_TIMEOUT."""
+        running = [p for p in self.processes.values() if p.returncode is None]
+        for process in running:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+        try:
+            async with asyncio.timeout(STOP_TIMEOUT):
+                await asyncio.gather(*(p.wait() for p in running))
+        except TimeoutError:
+            pass
+        for process in running:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+
+
+async def _connect_or_embed(
+    args: argparse.Namespace, stack: contextlib.AsyncExitStack
+) -> tuple[Messager, str, bool]:
+    """Connect to ``--broker``, or start the embedded broker: (messager, url, embedded)."""
+    probe = messager_from(args, connect_timeout=PROBE_TIMEOUT)
+    try:
+        await probe.connect()
+    except BrokerUnavailableError as exc:
+        reason = str(exc)
+    else:
+        stack.push_async_callback(probe.disconnect)
+        stdout.print(f"Broker: [bold]{probe.url}[/] (it answered)")
+        return probe, args.broker, False
+    from ._broker import EmbeddedBroker
+
+    broker = EmbeddedBroker()
+    try:
+        await broker.start()
+    except (RuntimeError, OSError) as exc:
+        raise CliError(f"{reason}; and the embedded broker cannot start: {exc}") from None
+    stack.push_async_callback(broker.stop)
+    stdout.print(f"Broker: [bold]embedded, {broker.url}[/] (nothing answered at {probe.url})")
+    messager = messager_from(args, broker.url)
+    await messager.connect()
+    stack.push_async_callback(messager.disconnect)
+    return messager, broker.url, True
+
+
+def _tls_options(args: argparse.Namespace) -> list[str]:
+    options = []
+    for flag, value in (
+        ("--ca-file", args.ca_file),
+        ("--cert-file", args.cert_file),
+        ("--key-file", args.key_file),
+    ):
+        if value:
+            options += [flag, value]
+    return options
+
+
+async def _wait_for_tools(manager: ToolManager, children: ToolProcesses) -> float:
+    names = [name for names in EXAMPLES.values() for name in names]
+    started = time.perf_counter()
+    registered: asyncio.Future[Any] = asyncio.ensure_future(
+        asyncio.gather(*(manager.wait_for_tool(name) for name in names))
+    )
+    exited: asyncio.Future[Any] = asyncio.ensure_future(children.first_exit())
+    try:
+        with stderr.status(f"Starting {len(children.processes)} tool processes..."):
+            done, _ = await asyncio.wait(
+                {registered, exited}, timeout=STARTUP_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+            )
+    finally:
+        for waiter in (registered, exited):
+            waiter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await registered
+    if exited in done:
+        module = exited.result()
+        raise DemoError(
+            f"the tool process tool_clients.{module} exited at start: {children.log_tail(module)}"
+        )
+    if registered not in done:
+        missing = [name for name in names if name not in manager.get_tool_names()]
+        raise DemoError(f"tools {missing} did not register within {STARTUP_TIMEOUT:g} s")
+    return time.perf_counter() - started
+
+
+def _show_tools(manager: ToolManager) -> None:
+    table = Table(title="Registered tools", title_justify="left")
+    table.add_column("Tool", style="bold", no_wrap=True)
+    table.add_column("Tags")
+    table.add_column("Description", overflow="fold")
+    for info in sorted(manager.get_available_tools(), key=lambda i: i.name):
+        summary = info.description.strip().splitlines()[0] if info.description else ""
+        table.add_row(info.name, ", ".join(info.tags), summary)
+    stdout.print(table)
+
+
+def _call_text(name: str, arguments: dict[str, Any]) -> str:
+    shown = ", ".join(
+        f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items()
+    )
+    return f"{name}({shown})"
+
+
+def _show(result: ToolResult, label: str | None = None) -> None:
+    """Print one result: status, duration, the call, and its result or error."""
+    style = "green" if result.ok else "red"
+    if isinstance(result, TaskErrorMessage):
+        outcome = Text.assemble((f"{result.error_code}: ", style), result.error)
+    else:
+        shown = json.dumps(result.result, ensure_ascii=False)
+        outcome = Text(shown if len(shown) <= RESULT_CHARS else shown[: RESULT_CHARS - 3] + "...")
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(width=8, style=f"bold {style}")
+    grid.add_column(width=10, justify="right", style="dim")
+    grid.add_column(overflow="fold")
+    grid.add_row(
+        result.status.value,
+        f"{result.duration_ms or 0.0:.1f} ms",
+        Text.assemble(
+            (label or _call_text(result.tool_name, result.arguments or {}), "bold"),
+            "\n-> ",
+            outcome,
+        ),
+    )
+    stdout.print(grid)
+
+
+async def _scenario(manager: ToolManager, children: ToolProcesses) -> None:
+    stdout.rule("1. One call at a time")
+    for name, arguments in (
+        ("calculate", {"expression": "2 * (3 + 4)"}),
+        ("convert_units", {"value": 100, "from_unit": "km", "to_unit": "mi"}),
+        ("get_weather", {"city": "Paris"}),
+        ("current_time", {"timezone": "Europe/Paris"}),
+    ):
+        _show(await manager.execute_tool(name, arguments, timeout=10))
+
+    stdout.rule("2. Six different tools at once (get_tool_results)")
+    batch = [
+        ToolCallRequest(tool_id=name, arguments=arguments, timeout=10)
+        for name, arguments in (
+            ("calculate", {"expression": "sqrt(2) * pi"}),
+            ("convert_units", {"value": 72, "from_unit": "F", "to_unit": "C"}),
+            ("get_weather", {"city": "Tokyo", "days": 3}),
+            ("current_time", {"timezone": "Asia/Tokyo"}),
+            ("write_file", {"path": "notes/hello.txt", "content": "hello\n"}),
+            ("echo", {"message": "hello from the batch"}),
+        )
+    ]
+    started = time.perf_counter()
+    results, any_failed = await manager.get_tool_results(batch)
+    elapsed = (time.perf_counter() - started) * 1000
+    for result in results:
+        _show(result)
+    total = sum(r.duration_ms or 0.0 for r in results)
+    stdout.print(
+        f"  The batch took {elapsed:.1f} ms for {total:.1f} ms of calls"
+        f"{'; some failed' if any_failed else ''}."
+    )
+
+    stdout.rule("3. Invalid arguments are refused before anything is sent")
+    _show(await manager.execute_tool("get_weather", {"city": "Paris", "days": 99}, timeout=10))
+
+    stdout.rule("4. A call that outlives its timeout")
+    _show(
+        await manager.execute_tool("sleep", {"seconds": 5}, timeout=1),
+        label="sleep(seconds=5) with timeout=1",
+    )
+
+    stdout.rule("5. The tool process dies while a call is pending")
+    pending = asyncio.ensure_future(manager.execute_tool("sleep", {"seconds": 30}, timeout=30))
+    try:
+        # One loop turn lets the sleep call publish its task (paho sends synchronously in
+        # its first step); an echo sent after it to the same process then proves that the
+        # process holds the sleep task, without guessing a delay.
+        await asyncio.sleep(0)
+        async with asyncio.timeout(10):
+            await manager.execute_tool("echo", {"message": "are you there?"}, timeout=5)
+        pid = children.processes["slow"].pid
+        stdout.print(
+            f"  sleep(seconds=30) with timeout=30 is pending; SIGKILL to its process (pid {pid})."
+        )
+        killed_at = time.perf_counter()
+        await children.kill("slow")
+        async with asyncio.timeout(10):
+            result = await pending
+    finally:
+        pending.cancel()
+    after_kill = (time.perf_counter() - killed_at) * 1000
+    _show(result, label="sleep(seconds=30) with timeout=30")
+    stdout.print(
+        f"  It failed {after_kill:.0f} ms after the kill, not after 30 s: the broker "
+        "published the process's MQTT Last Will."
+    )
+
+
+async def run_demo(args: argparse.Namespace) -> int:
+    """Run the demo; returns the exit status (0 when the scenario ran to its end)."""
+    started = time.perf_counter()
+    if args.topic_prefix is None:
+        args.topic_prefix = f"demo-{uuid.uuid4().hex[:8]}"
+    topics = topics_from(args)
+    stdout.rule("[bold]argentic-tools demo")
+    async with contextlib.AsyncExitStack() as stack:
+        messager, url, embedded = await _connect_or_embed(args, stack)
+        manager = await stack.enter_async_context(manager_for(messager, topics, args.log_level))
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="argentic-demo-")))
+        options = [] if embedded else _tls_options(args)
+        children = ToolProcesses(url, args.topic_prefix, workdir, options)
+        stack.push_async_callback(children.stop)
+        await children.start()
+        took = await _wait_for_tools(manager, children)
+        stdout.print(
+            f"Topic prefix [bold]{args.topic_prefix}[/]: {len(children.processes)} tool "
+            f"processes, {len(manager.get_tool_names())} tools registered in {took:.1f} s."
+        )
+        _show_tools(manager)
+        await _scenario(manager, children)
+        stdout.rule()
+        stdout.print("Stopping the tool processes...")
+    stdout.print(f"Demo finished in {time.perf_counter() - started:.1f} s.")
+    return 0
