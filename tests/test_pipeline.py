@@ -28,8 +28,8 @@ from argentic_tools import (
     ToolNotEnabledError,
     ToolNotFoundError,
     ToolOfflineError,
-    ToolService,
     ToolsError,
+    ToolService,
     ToolTimeoutError,
     Topics,
     tool,
@@ -130,13 +130,15 @@ async def test_thread_policy_blocks_calls_before_publishing_and_filters_listings
     nap_id = agent.tools_by_name["nap"]["id"]
     async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
         await spy.subscribe(topics.call(nap_id), qos=1)
-        blocked = await agent.execute_tool("nap", {"seconds": 0},
-                                           context=CallContext(thread_id="restricted"))
+        blocked = await agent.execute_tool(
+            "nap", {"seconds": 0}, context=CallContext(thread_id="restricted")
+        )
         assert isinstance(blocked, TaskErrorMessage)
         assert blocked.error_code == "not_enabled"
         assert "not enabled for thread 'restricted'" in blocked.error
-        allowed = await agent.execute_tool("nap", {"seconds": 0},
-                                           context=CallContext(thread_id="other"))
+        allowed = await agent.execute_tool(
+            "nap", {"seconds": 0}, context=CallContext(thread_id="other")
+        )
         assert allowed.ok
         with anyio.fail_after(5):
             first = await anext(aiter(spy.messages))
@@ -160,8 +162,9 @@ async def test_every_attempt_produces_one_observation(
     await agent.execute_tool("refuse", {"text": "x"}, call_id="tool-error", context=context)
     await agent.execute_tool("nap", {"seconds": 5}, call_id="slow", timeout=0.1, context=context)
     await agent.execute_tool("ghost", {}, call_id="missing", context=context)
-    await agent.execute_tool("add", {"a": 1}, call_id="locked",
-                             context=CallContext(thread_id="locked"))
+    await agent.execute_tool(
+        "add", {"a": 1}, call_id="locked", context=CallContext(thread_id="locked")
+    )
     await agent.execute_tool("add", {"a": "one"}, call_id="invalid", context=context)
     await agent.flush_observations()
     by_call = {o.call_id: o for o in recorder.observations}
@@ -183,13 +186,15 @@ async def test_offline_tool_is_observed_too(
     mosquitto: Mosquitto, topics: Topics, prefix: str
 ) -> None:
     recorder = InMemoryRecorder()
-    async with messager_for(mosquitto.url, topics) as messager, manager_for(
-        messager, topics, recorder=recorder
-    ) as manager:
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, recorder=recorder) as manager,
+    ):
         with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
             await ready(manager)
-            pending = asyncio.create_task(manager.execute_tool("sleep", {"seconds": 60},
-                                                               call_id="doomed"))
+            pending = asyncio.create_task(
+                manager.execute_tool("sleep", {"seconds": 60}, call_id="doomed")
+            )
             with anyio.fail_after(10):
                 while manager.pending_calls < 1:
                     await asyncio.sleep(0)
@@ -218,7 +223,8 @@ async def test_jsonlines_recorder_writes_one_line_per_call(
         await manager.flush_observations()
     lines = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(line["call_id"], line["status"]) for line in lines] == [
-        ("a", "success"), ("b", "failed")
+        ("a", "success"),
+        ("b", "failed"),
     ]
     assert lines[0]["result"] == 6
 
@@ -283,8 +289,10 @@ async def test_results_raise_the_matching_typed_exception(
     policy.set_enabled_tools("none", [])
     cases: list[tuple[Any, type[ToolsError]]] = [
         (await agent.execute_tool("ghost", {}), ToolNotFoundError),
-        (await agent.execute_tool("add", {"a": 1}, context=CallContext(thread_id="none")),
-         ToolNotEnabledError),
+        (
+            await agent.execute_tool("add", {"a": 1}, context=CallContext(thread_id="none")),
+            ToolNotEnabledError,
+        ),
         (await agent.execute_tool("add", {"a": "x"}), InputValidationError),
         (await agent.execute_tool("refuse", {"text": "t"}), ToolExecutionError),
         (await agent.execute_tool("nap", {"seconds": 3}, timeout=0.05), ToolTimeoutError),
