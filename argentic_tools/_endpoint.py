@@ -13,6 +13,7 @@ import time
 import traceback
 import uuid
 from collections import OrderedDict
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError as PydanticValidationError
@@ -200,7 +201,7 @@ class ToolEndpoint:
 
     # -- serving -----------------------------------------------------------------
 
-    async def _on_task(self, message: IncomingMessage) -> None:
+    def _on_task(self, message: IncomingMessage) -> None:
         try:
             task = parse_message(message.payload, self.messager.max_payload_bytes)
         except ProtocolError as exc:
@@ -228,17 +229,18 @@ class ToolEndpoint:
             if seen is _RUNNING:
                 self._drops.drop(message.topic, f"task {task.task_id} is already running")
             else:
-                await self._publish_reply(seen, task)
+                self._start(task.task_id, self._publish_reply(seen, task), "resend")
             return
         if task.deadline is not None and time.time() > task.deadline + CLOCK_SKEW_ALLOWANCE:
             self._drops.drop(message.topic, f"task {task.task_id} arrived after its deadline")
             return
         self._remember(task.task_id, _RUNNING)
-        runner = asyncio.create_task(
-            self._serve(task), name=f"tool:{self.tool.name}:{task.task_id}"
-        )
-        self._tasks[task.task_id] = runner
-        runner.add_done_callback(lambda _: self._tasks.pop(task.task_id, None))
+        self._start(task.task_id, self._serve(task), "serve")
+
+    def _start(self, task_id: str, work: Coroutine[Any, Any, None], kind: str) -> None:
+        runner = asyncio.create_task(work, name=f"tool:{self.tool.name}:{kind}:{task_id}")
+        self._tasks[task_id] = runner
+        runner.add_done_callback(lambda _: self._tasks.pop(task_id, None))
 
     def _remember(self, task_id: str, value: Any) -> None:
         self._recent[task_id] = value
@@ -305,15 +307,26 @@ class ToolEndpoint:
             )
         finally:
             set_current_context(None) if token is None else token.var.reset(token)
-        result = TaskResultMessage(
+        result = TaskResultMessage.model_construct(
+            type="TASK",
+            source=self.messager.client_id,
+            timestamp=time.time(),
+            message_id=task.message_id,
+            data=None,
             task_id=task.task_id,
             tool_id=self.tool_id,
             tool_name=tool.name,
             arguments=task.arguments,
             call_id=task.call_id,
+            timeout_seconds=None,
+            deadline=None,
+            context=None,
+            trace=task.trace,
+            dry_run=task.dry_run,
+            approval_token=task.approval_token,
             status=TaskStatus.SUCCESS,
             result=output,
-            source=self.messager.client_id,
+            error=None,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
         try:

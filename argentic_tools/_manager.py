@@ -95,11 +95,14 @@ class ToolInfo:
 
 
 class _Entry:
-    __slots__ = ("_output_validator", "_validator", "info", "public", "ready_at")
+    __slots__ = ("_output_validator", "_validator", "epoch", "info", "public", "ready_at")
 
-    def __init__(self, info: ToolInfo, ready_at: float) -> None:
+    def __init__(self, info: ToolInfo, ready_at: float, epoch: int) -> None:
         self.info = info
         self.ready_at = ready_at
+        # Connection epoch of the manager when the tool last registered (None: a plain
+        # Argentic tool, which never registers again by itself).
+        self.epoch: int | None = epoch
         self.public: dict[str, Any] = {
             "id": info.id,
             "name": info.name,
@@ -125,6 +128,10 @@ class _Entry:
         if self._output_validator is None:
             self._output_validator = SchemaValidator(self.info.output_schema)
         return self._output_validator
+
+
+class _ToolGoneError(Exception):
+    """The tool left the registry while a call waited for it."""
 
 
 @dataclass(slots=True)
@@ -194,6 +201,7 @@ class ToolManager:
         self._export_cache: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         self._pump = ObservationPump(recorder) if recorder is not None else None
         self._registry_waiters: set[asyncio.Future[None]] = set()
+        self._epoch = 0
         self._initialised = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -225,7 +233,7 @@ class ToolManager:
         self._initialised = True
         await self.messager.subscribe(self.topics.register, self._on_register_topic)
         await self.messager.subscribe(self.topics.response_filter, self._on_response)
-        self.messager.add_reconnect_hook(self._announce)
+        self.messager.add_reconnect_hook(self._reconnected)
         await self._announce()
 
     async def aclose(self) -> None:
@@ -233,7 +241,7 @@ class ToolManager:
         if not self._initialised:
             return
         self._initialised = False
-        self.messager.remove_reconnect_hook(self._announce)
+        self.messager.remove_reconnect_hook(self._reconnected)
         for pending in list(self._pending.values()):
             if not pending.future.done():
                 pending.future.set_exception(BrokerError("the ToolManager was closed"))
@@ -250,6 +258,13 @@ class ToolManager:
         """Wait until every observation so far has reached the recorder."""
         if self._pump is not None:
             await self._pump.flush()
+
+    async def _reconnected(self) -> None:
+        # The broker may have restarted and forgotten every subscription: until a tool
+        # registers again (it does on its own reconnect, or on our announcement), calls
+        # to it wait instead of being published into the void.
+        self._epoch += 1
+        await self._announce()
 
     async def _announce(self) -> None:
         await self.messager.publish(
@@ -352,6 +367,16 @@ class ToolManager:
             while tool_id in self._entries:
                 await self._registry_changed()
 
+    async def _wait_for_reregistration(self, entry: _Entry) -> _Entry:
+        tool_id = entry.info.id
+        while True:
+            current = self._entries.get(tool_id)
+            if current is None:
+                raise _ToolGoneError
+            if current.epoch is None or current.epoch >= self._epoch:
+                return current
+            await self._registry_changed()
+
     async def _registry_changed(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._registry_waiters.add(waiter)
@@ -385,7 +410,7 @@ class ToolManager:
         self._round_robin += 1
         return entries[self._round_robin % len(entries)]
 
-    async def _on_register_topic(self, message: IncomingMessage) -> None:
+    def _on_register_topic(self, message: IncomingMessage) -> None:
         try:
             parsed = parse_message(message.payload, self.messager.max_payload_bytes)
         except ProtocolError as exc:
@@ -489,7 +514,9 @@ class ToolManager:
                 if previous is not None
                 else (asyncio.get_running_loop().time() + LEGACY_SETTLE_SECONDS)
             )
-        entry = _Entry(info, ready_at)
+        entry = _Entry(info, ready_at, self._epoch)
+        if reg.protocol is None:
+            entry.epoch = None
         if previous is not None:
             self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
         else:
@@ -571,7 +598,7 @@ class ToolManager:
 
     # -- results -----------------------------------------------------------------
 
-    async def _on_response(self, message: IncomingMessage) -> None:
+    def _on_response(self, message: IncomingMessage) -> None:
         tool_id = self.topics.tool_id_from_response(message.topic)
         try:
             result = parse_message(message.payload, self.messager.max_payload_bytes)
@@ -745,6 +772,8 @@ class ToolManager:
         self._pending[task_id] = _Pending(future, info.id)
         try:
             async with asyncio.timeout(wait):
+                if entry.epoch is not None and entry.epoch < self._epoch:
+                    entry = await self._wait_for_reregistration(entry)
                 if entry.ready_at:
                     settle = entry.ready_at - asyncio.get_running_loop().time()
                     if settle > 0:
@@ -772,6 +801,15 @@ class ToolManager:
                 f"Tool '{info.name}' timed out after {wait:g} s (task {task_id}).",
                 "timeout",
                 status=TaskStatus.TIMEOUT,
+            )
+        except _ToolGoneError:
+            return self._error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' went offline before answering.",
+                "tool_offline",
             )
         except PayloadTooLargeError as exc:
             return self._error(

@@ -15,7 +15,7 @@ import anyio.abc
 
 from ._endpoint import ToolEndpoint
 from ._errors import BrokerUnavailableError, ToolsError
-from ._logging import LogLevel, parse_log_level
+from ._logging import parse_log_level
 from ._messages import ClientOfflineMessage
 from ._tool import BaseTool, as_tool
 from ._topics import Topics
@@ -237,8 +237,6 @@ def serve_main(
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if level > LogLevel.DEBUG:
-        logging.getLogger("argentic_tools.aiomqtt").setLevel(logging.WARNING)
     pinned = {}
     for item in args.tool_id:
         name, sep, tool_id = item.partition("=")
