@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
@@ -138,6 +138,8 @@ class _ToolGoneError(Exception):
 class _Pending:
     future: "asyncio.Future[ToolResult]"
     tool_id: str
+    tool_name: str
+    source: str | None
 
 
 class ToolManager:
@@ -433,6 +435,8 @@ class ToolManager:
         elif isinstance(parsed, ClientOfflineMessage):
             for entry in [e for e in self._entries.values() if e.info.source == parsed.source]:
                 self._remove(entry, "offline")
+            # Calls to tools that already unregistered but were still finishing.
+            self._fail_pending(lambda p: p.source == parsed.source)
         else:
             self._drops.drop(message.topic, f"unexpected {parsed.type} message")
 
@@ -552,24 +556,10 @@ class ToolManager:
             self.tools_by_name.pop(info.name, None)
         self._notify_registry_changed()
         self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
-        if reason != "replaced":
-            gone = (
-                "went offline (its process disconnected)"
-                if reason == "offline"
-                else ("was unregistered")
-            )
-            for task_id, pending in list(self._pending.items()):
-                if pending.tool_id == info.id and not pending.future.done():
-                    pending.future.set_result(
-                        self._error(
-                            task_id,
-                            info.id,
-                            info.name,
-                            None,
-                            f"Tool '{info.name}' {gone} before answering.",
-                            "tool_offline",
-                        )
-                    )
+        if reason == "offline":
+            # An unregistering tool finishes its in-flight calls (graceful shutdown);
+            # a dead one never will.
+            self._fail_pending(lambda pending: pending.tool_id == info.id)
         self._spawn(
             self._publish_status(
                 ToolUnregisteredMessage(
@@ -580,6 +570,21 @@ class ToolManager:
                 )
             )
         )
+
+    def _fail_pending(self, which: Callable[[_Pending], bool]) -> None:
+        for task_id, pending in list(self._pending.items()):
+            if which(pending) and not pending.future.done():
+                pending.future.set_result(
+                    self._error(
+                        task_id,
+                        pending.tool_id,
+                        pending.tool_name,
+                        None,
+                        f"Tool '{pending.tool_name}' went offline (its process disconnected) "
+                        "before answering.",
+                        "tool_offline",
+                    )
+                )
 
     async def _publish_status(self, message: Any) -> None:
         await self._publish_quietly(self.topics.status, message)
@@ -769,7 +774,7 @@ class ToolManager:
             approval_token=None,
         )
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        self._pending[task_id] = _Pending(future, info.id)
+        self._pending[task_id] = _Pending(future, info.id, info.name, info.source)
         try:
             async with asyncio.timeout(wait):
                 if entry.epoch is not None and entry.epoch < self._epoch:

@@ -22,11 +22,18 @@ from ._errors import ToolDefinitionError
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
+_DATA_KEYWORDS = frozenset({"default", "examples", "const", "enum", "example"})
+
+
 def clean_schema(schema: Any) -> Any:
-    """Drop pydantic's generated ``title`` strings: they cost tokens and say nothing."""
+    """Drop pydantic's generated ``title`` strings: they cost tokens and say nothing.
+
+    Values under data keywords (``default``, ``examples``, ``const``, ``enum``) are
+    data, not schemas, and are kept exactly as they are.
+    """
     if isinstance(schema, dict):
         return {
-            key: clean_schema(value)
+            key: value if key in _DATA_KEYWORDS else clean_schema(value)
             for key, value in schema.items()
             if not (key == "title" and isinstance(value, str))
         }

@@ -39,8 +39,13 @@ async def failure(manager: ToolManager, name: str, arguments: dict[str, Any]) ->
     return result
 
 
-async def registered(manager: ToolManager, *names: str) -> list[ToolInfo]:
-    return [await manager.wait_for_tool(name, timeout=20) for name in names]
+async def registered(proc: ToolProcess, manager: ToolManager, *names: str) -> list[ToolInfo]:
+    """Wait (bounded) for the process to register ``names``; on failure show its output."""
+    try:
+        return [await manager.wait_for_tool(name, timeout=20) for name in names]
+    except TimeoutError:
+        await anyio.to_thread.run_sync(proc.terminate)
+        pytest.fail(f"{proc.args} did not register {names}; its output:\n{proc.output()}")
 
 
 async def examples_hold(manager: ToolManager, info: ToolInfo) -> None:
@@ -61,7 +66,7 @@ async def test_calculator_client_evaluates_and_refuses_division_by_zero_and_huge
     mosquitto: Mosquitto, prefix: str, manager: ToolManager
 ) -> None:
     with ToolProcess("tool_clients.calculator", mosquitto.url, prefix) as proc:
-        (info,) = await registered(manager, "calculate")
+        (info,) = await registered(proc, manager, "calculate")
         assert info.tags == ("math",)
         assert info.input_schema["required"] == ["expression"]
         await examples_hold(manager, info)
@@ -89,7 +94,7 @@ async def test_units_client_converts_length_and_temperature_and_names_unknown_un
     mosquitto: Mosquitto, prefix: str, manager: ToolManager
 ) -> None:
     with ToolProcess("tool_clients.units", mosquitto.url, prefix) as proc:
-        (info,) = await registered(manager, "convert_units")
+        (info,) = await registered(proc, manager, "convert_units")
         await examples_hold(manager, info)
         assert await ok(
             manager, "convert_units", {"value": 5, "from_unit": "km", "to_unit": "mi"}
@@ -124,7 +129,7 @@ async def test_weather_client_returns_a_forecast_per_day_and_fails_for_error_cit
     mosquitto: Mosquitto, prefix: str, manager: ToolManager
 ) -> None:
     with ToolProcess("tool_clients.weather", mosquitto.url, prefix) as proc:
-        (info,) = await registered(manager, "get_weather")
+        (info,) = await registered(proc, manager, "get_weather")
         # The documented example (Paris, one day, metric) is exactly what comes back.
         await examples_hold(manager, info)
 
@@ -170,7 +175,7 @@ async def test_files_client_round_trips_text_in_its_sandbox_and_refuses_escapes(
     root = tmp_path / "sandbox"
     outside = tmp_path / "escape.txt"
     with ToolProcess("tool_clients.files", mosquitto.url, prefix, "--root", str(root)) as proc:
-        infos = await registered(manager, "write_file", "read_file", "list_files")
+        infos = await registered(proc, manager, "write_file", "read_file", "list_files")
         await examples_hold(manager, infos[0])  # write_file's example writes notes/todo.txt
 
         written = await ok(manager, "write_file", {"path": "notes/hello.txt", "content": "héllo\n"})
@@ -216,7 +221,7 @@ async def test_clock_client_tells_utc_time_and_names_an_unknown_zone(
     mosquitto: Mosquitto, prefix: str, manager: ToolManager
 ) -> None:
     with ToolProcess("tool_clients.clock", mosquitto.url, prefix) as proc:
-        (info,) = await registered(manager, "current_time")
+        (info,) = await registered(proc, manager, "current_time")
         now = await ok(manager, "current_time", {})
         assert set(now) == {
             "timestamp",
@@ -247,7 +252,7 @@ async def test_slow_client_times_out_a_long_sleep_while_echo_still_answers(
 ) -> None:
     # A short grace period: the timed-out sleep is still running when SIGTERM arrives.
     with ToolProcess("tool_clients.slow", mosquitto.url, prefix, "--grace-period", "0.5") as proc:
-        infos = await registered(manager, "sleep", "echo")
+        infos = await registered(proc, manager, "sleep", "echo")
         for info in infos:
             await examples_hold(manager, info)
         assert await ok(manager, "sleep", {"seconds": 0}) == {"slept": 0.0}

@@ -195,10 +195,6 @@ def test_function_without_parameters_gets_an_empty_closed_object_schema() -> Non
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="library bug: clean_schema drops 'title' keys inside default values (see report)",
-)
 def test_default_value_that_contains_a_title_key_is_kept_intact_in_the_schema() -> None:
     @tool
     def tag(meta: dict[str, str] = {"title": "hello"}) -> None:  # noqa: B006

@@ -412,13 +412,6 @@ async def test_stopping_the_service_lets_an_in_flight_call_finish_within_the_gra
     assert finished == ["first"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "library bug: the manager fails pending calls as tool_offline when the tool "
-        "unregisters, before the tool's graceful-shutdown reply arrives (see report)"
-    ),
-)
 async def test_caller_gets_the_result_of_a_call_that_finishes_during_graceful_shutdown(
     mosquitto: Mosquitto, manager: ToolManager, topics: Topics
 ) -> None:
@@ -460,6 +453,7 @@ async def test_calls_still_running_after_the_grace_period_are_cancelled(
     entered = anyio.Event()
     never = anyio.Event()
     outcome: list[str] = []
+    results: list[ToolResult] = []
 
     @tool
     async def stuck() -> str:
@@ -472,18 +466,23 @@ async def test_calls_still_running_after_the_grace_period_are_cancelled(
             raise
         return "impossible"
 
+    async def call() -> None:
+        results.append(await manager.execute_tool("stuck", {}, timeout=15))
+
     service = ToolService(mosquitto.url, [stuck], topics=topics, grace_period=0.2)
     await service.start()
     try:
         await manager.wait_for_tool("stuck", timeout=10)
         with anyio.fail_after(20):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(functools.partial(manager.execute_tool, "stuck", {}, timeout=15))
+                tg.start_soon(call)
                 await entered.wait()
                 await service.aclose()
     finally:
         await service.aclose()
     assert outcome == ["cancelled"]
+    (result,) = results
+    assert not result.ok
     assert manager.pending_calls == 0
 
 
