@@ -542,19 +542,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", help="show tracebacks with errors")
-    connected = argparse.ArgumentParser(add_help=False, parents=[common])
-    add_connection_arguments(connected)
-
     def command(name: str, help_text: str, *, client: bool = True) -> argparse.ArgumentParser:
-        sub = commands.add_parser(
-            name,
-            help=help_text,
-            description=help_text,
-            parents=[connected if client else common],
-        )
-        return sub
+        # A fresh parent per command: argparse shares a parent's actions between its
+        # children, so one command's set_defaults would change every other's defaults.
+        options = argparse.ArgumentParser(add_help=False)
+        options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
+        if client:
+            add_connection_arguments(options)
+        return commands.add_parser(name, help=help_text, description=help_text, parents=[options])
 
     broker = command("broker", "run the embedded MQTT broker until Ctrl-C", client=False)
     broker.add_argument("--host", default="127.0.0.1", help="address to listen on")

@@ -53,7 +53,11 @@ RECENT_TASKS = 4096
 CLOCK_SKEW_ALLOWANCE = 1.0
 """Seconds past a task's deadline before the tool declines to start it."""
 
+KEEP_REPLY_BYTES = 64 * 1024
+"""Replies up to this size are kept for resending to a redelivered task; larger ones are not."""
+
 _RUNNING = object()
+_DONE = object()
 
 
 class ToolEndpoint:
@@ -226,7 +230,12 @@ class ToolEndpoint:
             return
         seen = self._recent.get(task.task_id)
         if seen is not None:
-            if seen is _RUNNING:
+            if seen is _DONE:
+                reply = self._error(
+                    task, "this task already ran; its result was too large to keep", "duplicate"
+                )
+                self._start(task.task_id, self._publish_reply(reply, task), "resend")
+            elif seen is _RUNNING:
                 self._drops.drop(message.topic, f"task {task.task_id} is already running")
             else:
                 self._start(task.task_id, self._publish_reply(seen, task), "resend")
@@ -263,7 +272,7 @@ class ToolEndpoint:
                 async with asyncio.timeout(1):
                     await self._publish_reply(reply, task)
             raise
-        self._remember(task.task_id, reply)
+        self._remember(task.task_id, reply if len(reply) <= KEEP_REPLY_BYTES else _DONE)
         await self._publish_reply(reply, task)
 
     async def _run(self, task: TaskMessage) -> bytes:

@@ -140,7 +140,7 @@ def tool_process(mosquitto: Mosquitto, prefix: str) -> Iterator[ToolProcess]:
         yield proc
 
 
-TEST_TOOLS = ("echo", "sleep", "fail", "crash", "unserialisable", "whoami")
+TEST_TOOLS = ("echo", "sleep", "fail", "crash", "unserialisable", "whoami", "count")
 
 
 async def ready(manager: ToolManager, names: tuple[str, ...] = TEST_TOOLS) -> None:

@@ -1,6 +1,7 @@
 """Failure behaviour against real processes: every case ends in a clear outcome, never a hang."""
 
 import asyncio
+import json
 import time
 
 import aiomqtt
@@ -187,3 +188,26 @@ async def test_two_managers_each_get_their_own_results(
         got_a, got_b = await asyncio.gather(burst(a, "a"), burst(b, "b"))
         assert got_a == [f"a-{i}" for i in range(50)]
         assert got_b == [f"b-{i}" for i in range(50)]
+
+
+async def test_a_redelivered_task_is_executed_at_most_once(
+    manager: ToolManager, mosquitto: Mosquitto, tool_process: ToolProcess, topics: Topics
+) -> None:
+    from argentic_tools import TaskMessage
+
+    await ready(manager)
+    info = await manager.wait_for_tool("count", timeout=15)
+    task = encode(TaskMessage(task_id="once", tool_id=info.id, tool_name="count", arguments={}))
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as peer:
+        await peer.subscribe(topics.response(info.id), qos=1)
+        replies = []
+        for _ in range(2):  # the second delivery comes after the first has run, as after
+            await peer.publish(topics.call(info.id), task, qos=1)  # a reconnect
+            with anyio.fail_after(10):
+                message = await anext(aiter(peer.messages))
+            replies.append(json.loads(message.payload))  # type: ignore[arg-type]
+    # The duplicate got the recorded result; the tool ran once.
+    assert [r["result"] for r in replies] == [1, 1]
+    assert [r["task_id"] for r in replies] == ["once", "once"]
+    fresh = await manager.execute_tool("count", {})
+    assert fresh.result == 2

@@ -58,7 +58,18 @@ def whoami(context: ToolContext) -> dict[str, Any]:
     }
 
 
-TOOLS = [echo, sleep, fail, crash, unserialisable, whoami]
+_executions = 0
+
+
+@tool
+def count() -> int:
+    """Return how many times this tool has executed in this process."""
+    global _executions
+    _executions += 1
+    return _executions
+
+
+TOOLS = [echo, sleep, fail, crash, unserialisable, whoami, count]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,146 @@
+"""A private mosquitto on 127.0.0.1 for one benchmark run (self-contained: no test helpers)."""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+MOSQUITTO_CANDIDATES = ("mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
+
+
+class BrokerError(RuntimeError):
+    """The broker cannot be started (missing binary, port in use, early exit)."""
+
+
+def find_mosquitto(explicit: str | None = None) -> str | None:
+    """Path of the mosquitto binary (``explicit`` first), or None when there is none."""
+    for candidate in (explicit,) if explicit else MOSQUITTO_CANDIDATES:
+        found = shutil.which(candidate) if candidate else None
+        if found:
+            return found
+    return None
+
+
+def mosquitto_version(binary: str) -> str:
+    """``2.0.11`` from ``mosquitto -h`` (which exits non-zero by design)."""
+    try:
+        out = subprocess.run(
+            [binary, "-h"], capture_output=True, text=True, timeout=5, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    match = re.search(r"mosquitto version (\S+)", out)
+    return match.group(1) if match else "unknown"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_in_use(port: int) -> bool:
+    """True when something already listens on (or holds) 127.0.0.1:port."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        if process.poll() is not None:
+            raise BrokerError(f"mosquitto exited with status {process.returncode} at start")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise BrokerError(f"mosquitto does not listen on 127.0.0.1:{port}") from None
+            time.sleep(0.02)
+
+
+CONFIG = """\
+listener {port} 127.0.0.1
+allow_anonymous true
+set_tcp_nodelay true
+max_inflight_messages 0
+max_queued_messages 1000000
+persistence false
+log_dest file {log}
+log_type error
+log_type warning
+{user}"""
+
+
+class Mosquitto:
+    """One mosquitto process on 127.0.0.1:``port`` with a benchmark-friendly config."""
+
+    def __init__(self, binary: str, port: int) -> None:
+        self.binary = binary
+        self.port = port
+        self.process: subprocess.Popen[bytes] | None = None
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def start(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="argentic-tools-bench-")
+        workdir = Path(self._tmp.name)
+        config = workdir / "mosquitto.conf"
+        # As root, mosquitto would switch to user "mosquitto" and lose its log file.
+        user = "user root\n" if os.geteuid() == 0 else ""
+        config.write_text(
+            CONFIG.format(port=self.port, log=workdir / "mosquitto.log", user=user)
+        )
+        self.process = subprocess.Popen(
+            [self.binary, "-c", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=workdir,
+            start_new_session=True,  # Ctrl-C reaches the runner only; it stops us
+        )
+        try:
+            _wait_for_port(self.port, self.process, timeout=10)
+        except BaseException:
+            self.stop()
+            raise
+
+    def log_tail(self, lines: int = 20) -> str:
+        if self._tmp is None:
+            return ""
+        path = Path(self._tmp.name) / "mosquitto.log"
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s; removes the temporary directory."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None

@@ -1,0 +1,328 @@
+"""The ``argentic-tools`` command line, run as real subprocesses against a real broker."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+
+import anyio
+import pytest
+from anyio.abc import ByteReceiveStream, Process
+
+from argentic_tools import Messager, ToolManager
+
+from .brokers import Mosquitto, child_env, free_port
+from .conftest import ROOT, TEST_TOOLS, ready
+
+pytestmark = pytest.mark.anyio
+
+TIMEOUT = 30
+"""Bound on any one CLI run; generous because CI machines are slow."""
+
+
+def cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "argentic_tools", *args]
+
+
+def connection(url: str, prefix: str) -> list[str]:
+    return ["--broker", url, "--topic-prefix", prefix]
+
+
+async def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[bytes]:
+    with anyio.fail_after(timeout):
+        return await anyio.run_process(cli(*args), check=False, cwd=ROOT, env=child_env())
+
+
+def lines(data: bytes) -> list[str]:
+    return data.decode(errors="replace").strip().splitlines()
+
+
+def one_error_line(completed: subprocess.CompletedProcess[bytes]) -> str:
+    """The stderr of a failed run, asserted to be one line without a traceback."""
+    errors = lines(completed.stderr)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("error: ")
+    return errors[0]
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """Pids of live processes whose command line contains ``text`` (Linux /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        with contextlib.suppress(OSError), open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+            if text.encode() in cmdline.read():
+                found.append(int(entry))
+    return found
+
+
+async def read_until(stream: ByteReceiveStream, marker: bytes, timeout: float = TIMEOUT) -> bytes:
+    """Read ``stream`` until ``marker`` appears; return everything read so far."""
+    seen = b""
+    with anyio.fail_after(timeout):
+        while marker not in seen:
+            seen += await stream.receive()
+    return seen
+
+
+async def read_rest(stream: ByteReceiveStream | None) -> bytes:
+    data = b""
+    if stream is None:
+        return data
+    with anyio.fail_after(TIMEOUT), contextlib.suppress(anyio.EndOfStream):
+        while True:
+            data += await stream.receive()
+    return data
+
+
+@contextlib.asynccontextmanager
+async def cli_process(*args: str) -> AsyncIterator[Process]:
+    """A long-running CLI command; terminated (then killed) when the block ends."""
+    process = await anyio.open_process(cli(*args), cwd=ROOT, env=child_env())
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+            with anyio.move_on_after(15):
+                await process.wait()
+        if process.returncode is None:
+            process.kill()
+        with anyio.fail_after(TIMEOUT):
+            await process.aclose()
+
+
+@pytest.fixture
+async def served(manager: ToolManager, mosquitto: Mosquitto, prefix: str) -> AsyncIterator[Process]:
+    """``serve`` hosting the echo and sleep test tools, registered with ``manager``."""
+    specs = ("tests.tool_proc:echo", "tests.tool_proc:sleep")
+    async with cli_process("serve", *specs, *connection(mosquitto.url, prefix)) as process:
+        await ready(manager, ("echo", "sleep"))
+        yield process
+
+
+async def test_help_lists_every_command() -> None:
+    completed = await run_cli("--help")
+    assert completed.returncode == 0
+    for command in ("broker", "serve", "list", "call", "describe", "watch", "demo", "bench"):
+        assert command in completed.stdout.decode()
+
+
+async def test_list_json_shows_the_served_tools_with_their_schemas(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli("list", "--json", "--wait", "2", *connection(mosquitto.url, prefix))
+    assert completed.returncode == 0, completed.stderr
+    tools = {tool["name"]: tool for tool in json.loads(completed.stdout)}
+    assert set(tools) == {"echo", "sleep"}
+    assert "message" in tools["echo"]["input_schema"]["properties"]
+    assert tools["echo"]["description"] == "Return the message unchanged."
+    assert tools["echo"]["source"]
+
+
+async def test_list_prints_a_table_of_the_tools(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli("list", "--wait", "2", *connection(mosquitto.url, prefix))
+    assert completed.returncode == 0, completed.stderr
+    table = completed.stdout.decode()
+    assert "2 tool(s)" in table
+    assert "echo" in table
+    assert "sleep" in table
+
+
+async def test_call_prints_the_result_as_json_and_exits_0(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli(
+        "call", "echo", '{"message": "hi"}', *connection(mosquitto.url, prefix)
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout) == "hi"
+    assert completed.stderr == b""
+
+
+async def test_call_with_invalid_arguments_exits_1_naming_the_problem(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli(
+        "call", "sleep", '{"seconds": -1}', *connection(mosquitto.url, prefix)
+    )
+    assert completed.returncode == 1
+    line = one_error_line(completed)
+    assert "$.seconds" in line
+    assert "[invalid_arguments]" in line
+
+
+async def test_call_that_times_out_exits_1_with_one_line(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli(
+        "call",
+        "sleep",
+        '{"seconds": 30}',
+        "--timeout",
+        "0.5",
+        *connection(mosquitto.url, prefix),
+    )
+    assert completed.returncode == 1
+    line = one_error_line(completed)
+    assert "timed out after 0.5 s" in line
+    assert "[timeout]" in line
+
+
+async def test_call_with_invalid_json_exits_2_with_one_line(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli("call", "echo", '{"message":', *connection(mosquitto.url, prefix))
+    assert completed.returncode == 2
+    assert "ARGS_JSON is not valid JSON" in one_error_line(completed)
+    assert completed.stdout == b""
+
+
+async def test_call_with_a_json_array_exits_2_asking_for_an_object(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli("call", "echo", '["hi"]', *connection(mosquitto.url, prefix))
+    assert completed.returncode == 2
+    assert "must be a JSON object" in one_error_line(completed)
+
+
+async def test_call_of_an_unknown_tool_exits_1_with_one_line(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli(
+        "call", "no_such_tool", "{}", "--wait", "0.5", *connection(mosquitto.url, prefix)
+    )
+    assert completed.returncode == 1
+    line = one_error_line(completed)
+    assert "'no_such_tool' not found" in line
+    assert prefix in line
+
+
+async def test_call_against_an_unreachable_broker_exits_2_with_one_line(prefix: str) -> None:
+    port = free_port()
+    completed = await run_cli("call", "echo", "{}", *connection(f"mqtt://127.0.0.1:{port}", prefix))
+    assert completed.returncode == 2
+    assert f"cannot connect to the MQTT broker at 127.0.0.1:{port}" in one_error_line(completed)
+
+
+async def test_an_invalid_broker_url_exits_2_with_one_line(prefix: str) -> None:
+    completed = await run_cli("list", *connection("http://127.0.0.1:1", prefix))
+    assert completed.returncode == 2
+    assert "unsupported broker URL scheme" in one_error_line(completed)
+
+
+async def test_describe_prompt_prints_json_of_every_tool(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli(
+        "describe", "--format", "prompt", "--wait", "2", *connection(mosquitto.url, prefix)
+    )
+    assert completed.returncode == 0, completed.stderr
+    described = {entry["name"]: entry for entry in json.loads(completed.stdout)}
+    assert set(described) == {"echo", "sleep"}
+    assert described["echo"]["parameters"]["required"] == ["message"]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
+async def test_describe_exports_the_registry_for_llm_providers(
+    served: Process, mosquitto: Mosquitto, prefix: str, fmt: str
+) -> None:
+    completed = await run_cli(
+        "describe", "--format", fmt, "--wait", "2", *connection(mosquitto.url, prefix)
+    )
+    assert completed.returncode == 0, completed.stderr
+    exported = json.loads(completed.stdout)
+    assert isinstance(exported, list)
+    assert len(exported) == 2
+    assert '"echo"' in completed.stdout.decode()
+
+
+async def test_serve_of_a_module_that_does_not_import_exits_2_with_one_line(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli("serve", "no.such.module:x", *connection(mosquitto.url, prefix))
+    assert completed.returncode == 2
+    assert "cannot import module 'no.such.module'" in one_error_line(completed)
+
+
+async def test_serve_of_a_missing_object_exits_2_with_one_line(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli(
+        "serve", "tests.tool_proc:nothing", *connection(mosquitto.url, prefix)
+    )
+    assert completed.returncode == 2
+    assert "has no 'nothing'" in one_error_line(completed)
+
+
+async def test_serve_of_a_module_serves_every_tool_in_it(
+    manager: ToolManager, mosquitto: Mosquitto, prefix: str
+) -> None:
+    async with cli_process("serve", "tests.tool_proc", *connection(mosquitto.url, prefix)):
+        await ready(manager, TEST_TOOLS)
+        result = await manager.execute_tool("echo", {"message": "module"}, timeout=10)
+    assert result.ok
+    assert result.result == "module"
+
+
+async def test_serve_of_a_list_serves_every_tool_in_the_list(
+    manager: ToolManager, mosquitto: Mosquitto, prefix: str
+) -> None:
+    async with cli_process("serve", "tests.tool_proc:TOOLS", *connection(mosquitto.url, prefix)):
+        await ready(manager, TEST_TOOLS)
+
+
+async def test_sigint_stops_serve_after_unregistering_its_tools(
+    manager: ToolManager, mosquitto: Mosquitto, prefix: str
+) -> None:
+    args = ("serve", "tests.tool_proc:echo", *connection(mosquitto.url, prefix))
+    async with cli_process(*args) as process:
+        info = await manager.wait_for_tool("echo", timeout=15)
+        process.send_signal(signal.SIGINT)
+        with anyio.fail_after(TIMEOUT):
+            status = await process.wait()
+        errors = lines(await read_rest(process.stderr))
+        # The tool said goodbye: the manager drops it without waiting for a Last Will.
+        await manager.wait_for_tool_removed(info.id, timeout=10)
+    assert status == 130
+    assert errors[-1] == "interrupted"
+    assert not any("Traceback" in line for line in errors)
+    assert processes_mentioning(prefix) == []
+
+
+async def test_watch_prints_a_registration_as_it_happens(mosquitto: Mosquitto, prefix: str) -> None:
+    watch_args = ("watch", "--count", "1", *connection(mosquitto.url, prefix))
+    serve_args = ("serve", "tests.tool_proc:echo", *connection(mosquitto.url, prefix))
+    async with cli_process(*watch_args) as watch:
+        assert watch.stderr is not None
+        await read_until(watch.stderr, b"Watching")  # subscribed: nothing can be missed now
+        async with cli_process(*serve_args):
+            with anyio.fail_after(TIMEOUT):
+                status = await watch.wait()
+        events = lines(await read_rest(watch.stdout))
+    assert status == 0
+    assert len(events) == 1
+    assert " register " in events[0]
+    assert "echo id=" in events[0]
+
+
+async def test_broker_command_serves_mqtt_until_ctrl_c() -> None:
+    port = free_port()
+    async with cli_process("broker", "--port", str(port)) as broker:
+        assert broker.stdout is not None
+        await read_until(broker.stdout, b"listening")
+        with anyio.fail_after(TIMEOUT):
+            async with Messager(f"mqtt://127.0.0.1:{port}", will_topic=None) as messager:
+                assert messager.is_connected()
+        broker.send_signal(signal.SIGINT)
+        with anyio.fail_after(TIMEOUT):
+            status = await broker.wait()
+        errors = lines(await read_rest(broker.stderr))
+    assert status == 130
+    assert errors == ["interrupted"]
