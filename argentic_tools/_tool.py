@@ -217,7 +217,7 @@ class FunctionTool(BaseTool):
         max_concurrency: int | None = None,
         tool_id: str | None = None,
     ) -> None:
-        tool_name = name or func.__name__
+        tool_name = name if name is not None else func.__name__
         problem = tool_name_problem(tool_name)
         if problem:
             raise ToolDefinitionError(f"tool {tool_name!r}: {problem}")
