@@ -26,6 +26,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import anyio
 from rich.console import Console
 from rich.logging import RichHandler
 from rich.table import Table
@@ -44,6 +45,7 @@ from ._messages import (
     TaskResultMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
+    ToolResult,
     ToolUnregisteredMessage,
     UnregisterToolMessage,
     parse_message,
@@ -62,8 +64,8 @@ EXIT_TERMINATED = 143
 CONNECT_TIMEOUT = 5.0
 """Seconds a command waits for the broker before giving up."""
 
-stdout = Console(highlight=False)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+stdout = Console(highlight=False, markup=False)
+stderr = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
 
 
 class CliError(Exception):
@@ -87,16 +89,18 @@ class StopRequest:
 
     A *graceful* command (a server) waits on :attr:`requested` and shuts down by
     itself; a second signal cancels it. Any other command is cancelled by the
-    first signal, and further signals are ignored while it cleans up, which is
-    bounded, so that no child process or connection is left behind.
+    first signal, and further signals are ignored while it cleans up (cleanup is
+    shielded and bounded), so that no child process or connection is left behind.
+    The cancellation is anyio's: it is delivered again and again until the command
+    has left its scope, so a cancellation that asyncio loses (``asyncio.wait_for``
+    on Python 3.11 drops one that coincides with the awaited result) still ends it.
     """
 
-    def __init__(self, task: "asyncio.Task[Any]", *, graceful: bool) -> None:
+    def __init__(self, scope: anyio.CancelScope, *, graceful: bool) -> None:
         self.graceful = graceful
         self.received: signal.Signals | None = None
         self.requested = asyncio.Event()
-        self._task = task
-        self._forced = False
+        self._scope = scope
 
     def request(self) -> None:
         """Ask a graceful command to finish (without a signal: a normal end)."""
@@ -107,13 +111,25 @@ class StopRequest:
             self.received = sig
             self.requested.set()
             if not self.graceful:
-                self._task.cancel()
-        elif self.graceful and not self._forced:
-            self._forced = True
-            self._task.cancel()
+                self._scope.cancel()
+        elif self.graceful:
+            self._scope.cancel()
+
+    def exit_status(self, status: int) -> int:
+        """The exit status after the command returned ``status`` (or was cancelled)."""
+        if self.received == signal.SIGINT:
+            stderr.print("interrupted", style="yellow")
+            return EXIT_INTERRUPTED
+        if self.received == signal.SIGTERM and (self._scope.cancel_called or not self.graceful):
+            stderr.print("terminated", style="yellow")
+            return EXIT_TERMINATED
+        return status
 
 
 Command = Callable[[argparse.Namespace, StopRequest], Awaitable[int]]
+
+CLEANUP_TIMEOUT = 10.0
+"""Seconds cleanup (disconnecting, stopping child processes) may take once cancelled."""
 
 
 def run_command(command: Command, args: argparse.Namespace, *, graceful: bool = False) -> int:
@@ -123,29 +139,24 @@ def run_command(command: Command, args: argparse.Namespace, *, graceful: bool = 
 
 async def _supervise(command: Command, args: argparse.Namespace, graceful: bool) -> int:
     loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    stop = StopRequest(task, graceful=graceful)
     signals = (signal.SIGINT, signal.SIGTERM)
-    for sig in signals:
-        loop.add_signal_handler(sig, stop.on_signal, sig)
-    cancelled = False
-    try:
-        status = await command(args, stop)
-    except asyncio.CancelledError:
-        if stop.received is None:
-            raise
-        cancelled, status = True, EXIT_INTERRUPTED
-    finally:
+    status = EXIT_INTERRUPTED
+    with anyio.CancelScope() as scope:
+        stop = StopRequest(scope, graceful=graceful)
         for sig in signals:
-            loop.remove_signal_handler(sig)
-    if stop.received == signal.SIGINT:
-        stderr.print("interrupted", style="yellow")
-        return EXIT_INTERRUPTED
-    if stop.received == signal.SIGTERM and (cancelled or not graceful):
-        stderr.print("terminated", style="yellow")
-        return EXIT_TERMINATED
-    return status
+            loop.add_signal_handler(sig, stop.on_signal, sig)
+        try:
+            status = await command(args, stop)
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+    return stop.exit_status(status)
+
+
+async def shielded(cleanup: Callable[[], Awaitable[Any]]) -> None:
+    """Run ``cleanup`` to its end even when cancelled, within CLEANUP_TIMEOUT."""
+    with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
+        await cleanup()
 
 
 # -- connections -----------------------------------------------------------------
@@ -195,11 +206,17 @@ def manager_for(messager: Messager, topics: Topics, log_level: str) -> ToolManag
 async def connected_manager(args: argparse.Namespace) -> AsyncIterator[ToolManager]:
     """Connect, start a ToolManager (which makes live tools register again), yield it."""
     topics = topics_from(args)
-    async with (
-        messager_from(args) as messager,
-        manager_for(messager, topics, args.log_level) as manager,
-    ):
-        yield manager
+    messager = messager_from(args)
+    await messager.connect()
+    try:
+        manager = manager_for(messager, topics, args.log_level)
+        await manager.async_init()
+        try:
+            yield manager
+        finally:
+            await shielded(manager.aclose)
+    finally:
+        await shielded(messager.disconnect)
 
 
 def where(args: argparse.Namespace) -> str:
@@ -213,7 +230,7 @@ def where(args: argparse.Namespace) -> str:
 
 async def collect(seconds: float) -> None:
     """Give live tools ``seconds`` to answer the manager's announcement."""
-    with stderr.status(f"Collecting registrations for {seconds:g} s..."):
+    with stderr.status(Text(f"Collecting registrations for {seconds:g} s...")):
         await asyncio.sleep(seconds)
 
 
@@ -332,8 +349,12 @@ async def _list(args: argparse.Namespace, stop: StopRequest) -> int:
     async with connected_manager(args) as manager:
         await collect(args.wait)
         rows = _registry(manager)
+    return _print_registry(args, rows)
+
+
+def _print_registry(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
     if args.json:
-        print(json.dumps(rows, indent=2, ensure_ascii=False))
+        print_json(rows)
         return EXIT_OK
     if not rows:
         stderr.print(f"No tools registered on {where(args)} (waited {args.wait:g} s).")
@@ -354,6 +375,11 @@ async def _list(args: argparse.Namespace, stop: StopRequest) -> int:
     return EXIT_OK
 
 
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout (plain, for scripts)."""
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
 async def _describe(args: argparse.Namespace, stop: StopRequest) -> int:
     async with connected_manager(args) as manager:
         await collect(args.wait)
@@ -361,7 +387,7 @@ async def _describe(args: argparse.Namespace, stop: StopRequest) -> int:
             exported: Any = json.loads(manager.generate_tool_descriptions_for_prompt())
         else:
             exported = manager.export_tools(args.format)
-    print(json.dumps(exported, indent=2, ensure_ascii=False))
+    print_json(exported)
     return EXIT_OK
 
 
@@ -387,7 +413,7 @@ def parse_arguments(text: str) -> dict[str, Any]:
 async def _call(args: argparse.Namespace, stop: StopRequest) -> int:
     arguments = parse_arguments(args.arguments)
     async with connected_manager(args) as manager:
-        with stderr.status(f"Waiting for tool {args.name!r}..."):
+        with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
             try:
                 await manager.wait_for_tool(args.name, timeout=args.wait)
             except TimeoutError:
@@ -396,11 +422,15 @@ async def _call(args: argparse.Namespace, stop: StopRequest) -> int:
                     f"{where(args)} within {args.wait:g} s",
                     EXIT_CALL_FAILED,
                 ) from None
-        with stderr.status(f"Calling {args.name!r}..."):
+        with stderr.status(Text(f"Calling {args.name!r}...")):
             result = await manager.execute_tool(args.name, arguments, timeout=args.timeout)
+    return _print_result(result)
+
+
+def _print_result(result: ToolResult) -> int:
     if isinstance(result, TaskErrorMessage):
         raise CliError(f"{result.error} [{result.error_code}]", EXIT_CALL_FAILED)
-    print(json.dumps(result.result, indent=2, ensure_ascii=False))
+    print_json(result.result)
     return EXIT_OK
 
 
@@ -478,7 +508,9 @@ async def _watch(args: argparse.Namespace, stop: StopRequest) -> int:
         if args.count and seen >= args.count:
             stop.request()
 
-    async with messager_from(args) as messager:
+    messager = messager_from(args)
+    await messager.connect()
+    try:
         for topic in (
             topics.register,
             topics.status,
@@ -488,6 +520,8 @@ async def _watch(args: argparse.Namespace, stop: StopRequest) -> int:
             await messager.subscribe(topic, show)
         stderr.print(f"Watching {where(args)}; press Ctrl-C to stop.")
         await stop.requested.wait()
+    finally:
+        await shielded(messager.disconnect)
     return EXIT_OK
 
 
@@ -523,8 +557,8 @@ def _bench(args: argparse.Namespace) -> int:
             "the benchmarks are not installed with the package; run `argentic-tools bench` "
             "from a source checkout of argentic-tools"
         )
-    extra = [a for a in args.bench_args if a != "--"]
-    return subprocess.run([sys.executable, "-m", "benchmarks.run", *extra], cwd=root).returncode  # noqa: S603
+    command = [sys.executable, "-m", "benchmarks.run", *args.bench_args]
+    return subprocess.run(command, cwd=root).returncode  # noqa: S603
 
 
 # -- parser and entry point ------------------------------------------------------------
@@ -598,9 +632,16 @@ def build_parser() -> argparse.ArgumentParser:
     demo = command("demo", "start the example tools and run a short scripted agent")
     demo.set_defaults(run=_demo, log_level="WARNING")
 
-    bench = command("bench", "run the benchmarks (from a source checkout)", client=False)
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER, help="passed to benchmarks.run")
-    bench.set_defaults(sync=_bench)
+    # No options of its own (prefix_chars matches none): every argument, --help included,
+    # goes to benchmarks.run as it is.
+    bench = commands.add_parser(
+        "bench",
+        help="run the benchmarks (from a source checkout)",
+        prefix_chars="+",
+        add_help=False,
+    )
+    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
+    bench.set_defaults(sync=_bench, debug=False)
     return parser
 
 
@@ -627,25 +668,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         stderr.print("interrupted", style="yellow")
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into a line
+        return _failure(exc, debug)
+
+
+def _failure(exc: Exception, debug: bool) -> int:
+    """Report ``exc`` as one line on stderr (and a traceback under --debug); the exit status."""
+    if isinstance(exc, BrokenPipeError):
         # Whoever read our output left (`argentic-tools list --json | head`): no error line,
         # and no second failure when Python flushes stdout at exit.
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CALL_FAILED
-    except CliError as exc:
-        _report(exc, debug)
-        return exc.status
-    except (BrokerError, ToolsError, ValueError) as exc:
-        # Connection failures, refused registrations, unusable tool definitions.
-        _report(exc, debug)
-        return EXIT_USAGE
-    except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into a line
-        _report(exc, debug, unexpected=True)
-        return EXIT_CALL_FAILED
-
-
-def _report(exc: BaseException, debug: bool, *, unexpected: bool = False) -> None:
     if debug:
         traceback.print_exception(exc)
-    print_error(f"{type(exc).__name__}: {exc}" if unexpected else str(exc))
+    if isinstance(exc, CliError):
+        print_error(str(exc))
+        return exc.status
+    if isinstance(exc, BrokerError | ToolsError | ValueError):
+        # Connection failures, refused registrations, unusable tool definitions.
+        print_error(str(exc))
+        return EXIT_USAGE
+    print_error(f"{type(exc).__name__}: {exc}")
+    return EXIT_CALL_FAILED

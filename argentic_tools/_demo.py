@@ -26,7 +26,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ._cli import CliError, manager_for, messager_from, stderr, stdout, topics_from
+from ._cli import CliError, manager_for, messager_from, shielded, stderr, stdout, topics_from
 from ._errors import BrokerUnavailableError
 from ._manager import ToolManager
 from ._messages import TaskErrorMessage, ToolCallRequest, ToolResult
@@ -105,7 +105,7 @@ class ToolProcesses:
     async def first_exit(self) -> str:
         """Wait until any child exits; return its module name."""
         waits = {
-            asyncio.ensure_future(process.wait()): module
+            asyncio.create_task(process.wait(), name=f"demo-wait:{module}"): module
             for module, process in self.processes.items()
         }
         try:
@@ -149,8 +149,8 @@ async def _connect_or_embed(
     except BrokerUnavailableError as exc:
         reason = str(exc)
     else:
-        stack.push_async_callback(probe.disconnect)
-        stdout.print(f"Broker: [bold]{probe.url}[/] (it answered)")
+        stack.push_async_callback(shielded, probe.disconnect)
+        stdout.print(Text.assemble("Broker: ", (probe.url, "bold"), " (it answered)"))
         return probe, args.broker, False
     from ._broker import EmbeddedBroker
 
@@ -159,11 +159,15 @@ async def _connect_or_embed(
         await broker.start()
     except (RuntimeError, OSError) as exc:
         raise CliError(f"{reason}; and the embedded broker cannot start: {exc}") from None
-    stack.push_async_callback(broker.stop)
-    stdout.print(f"Broker: [bold]embedded, {broker.url}[/] (nothing answered at {probe.url})")
+    stack.push_async_callback(shielded, broker.stop)
+    stdout.print(
+        Text.assemble(
+            "Broker: ", (f"embedded, {broker.url}", "bold"), f" (nothing answered at {probe.url})"
+        )
+    )
     messager = messager_from(args, broker.url)
     await messager.connect()
-    stack.push_async_callback(messager.disconnect)
+    stack.push_async_callback(shielded, messager.disconnect)
     return messager, broker.url, True
 
 
@@ -185,9 +189,9 @@ async def _wait_for_tools(manager: ToolManager, children: ToolProcesses) -> floa
     registered: asyncio.Future[Any] = asyncio.ensure_future(
         asyncio.gather(*(manager.wait_for_tool(name) for name in names))
     )
-    exited: asyncio.Future[Any] = asyncio.ensure_future(children.first_exit())
+    exited: asyncio.Future[Any] = asyncio.create_task(children.first_exit(), name="demo-exits")
     try:
-        with stderr.status(f"Starting {len(children.processes)} tool processes..."):
+        with stderr.status(Text(f"Starting {len(children.processes)} tool processes...")):
             done, _ = await asyncio.wait(
                 {registered, exited}, timeout=STARTUP_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
             )
@@ -292,7 +296,9 @@ async def _scenario(manager: ToolManager, children: ToolProcesses) -> None:
     )
 
     stdout.rule("5. The tool process dies while a call is pending")
-    pending = asyncio.ensure_future(manager.execute_tool("sleep", {"seconds": 30}, timeout=30))
+    pending = asyncio.create_task(
+        manager.execute_tool("sleep", {"seconds": 30}, timeout=30), name="demo-pending-sleep"
+    )
     try:
         # One loop turn lets the sleep call publish its task (paho sends synchronously in
         # its first step); an echo sent after it to the same process then proves that the
@@ -324,19 +330,25 @@ async def run_demo(args: argparse.Namespace) -> int:
     if args.topic_prefix is None:
         args.topic_prefix = f"demo-{uuid.uuid4().hex[:8]}"
     topics = topics_from(args)
-    stdout.rule("[bold]argentic-tools demo")
+    stdout.rule(Text("argentic-tools demo", style="bold"))
     async with contextlib.AsyncExitStack() as stack:
         messager, url, embedded = await _connect_or_embed(args, stack)
-        manager = await stack.enter_async_context(manager_for(messager, topics, args.log_level))
+        manager = manager_for(messager, topics, args.log_level)
+        await manager.async_init()
+        stack.push_async_callback(shielded, manager.aclose)
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="argentic-demo-")))
         options = [] if embedded else _tls_options(args)
         children = ToolProcesses(url, args.topic_prefix, workdir, options)
-        stack.push_async_callback(children.stop)
+        stack.push_async_callback(shielded, children.stop)
         await children.start()
         took = await _wait_for_tools(manager, children)
         stdout.print(
-            f"Topic prefix [bold]{args.topic_prefix}[/]: {len(children.processes)} tool "
-            f"processes, {len(manager.get_tool_names())} tools registered in {took:.1f} s."
+            Text.assemble(
+                "Topic prefix ",
+                (args.topic_prefix, "bold"),
+                f": {len(children.processes)} tool processes, "
+                f"{len(manager.get_tool_names())} tools registered in {took:.1f} s.",
+            )
         )
         _show_tools(manager)
         await _scenario(manager, children)

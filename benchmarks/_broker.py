@@ -106,9 +106,7 @@ class Mosquitto:
         config = workdir / "mosquitto.conf"
         # As root, mosquitto would switch to user "mosquitto" and lose its log file.
         user = "user root\n" if os.geteuid() == 0 else ""
-        config.write_text(
-            CONFIG.format(port=self.port, log=workdir / "mosquitto.log", user=user)
-        )
+        config.write_text(CONFIG.format(port=self.port, log=workdir / "mosquitto.log", user=user))
         self.process = subprocess.Popen(
             [self.binary, "-c", str(config)],
             stdout=subprocess.DEVNULL,

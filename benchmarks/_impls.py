@@ -11,12 +11,12 @@ import itertools
 import json
 import logging
 import os
+import sys
 import time
 import uuid
 from typing import Any, Protocol
 
 from argentic_tools import Messager, ToolCallRequest, ToolManager, Topics
-
 from benchmarks._floor_common import client as floor_client
 
 
@@ -146,7 +146,8 @@ class Ours:
         async with asyncio.timeout(timeout):
             for tool in tools:
                 await self.manager.wait_for_tool(tool)
-        await _warm_up(self, tools, timeout)
+        # Warm-up calls send {"message": ...}: only the echo tools take that.
+        await _warm_up(self, [t for t in tools if t.startswith("echo")] or ["echo"], timeout)
 
     async def call(self, tool: str) -> bool:
         assert self.manager is not None
@@ -207,11 +208,15 @@ class Argentic:
         self.manager: Any = None
 
     async def open(self) -> None:
+        # The MQTT driver module creates its logger at DEBUG when imported: import it
+        # before lowering every argentic logger to WARNING.
+        import argentic.core.messager.drivers.MQTTDriver  # noqa: F401
         from argentic.core.logger import set_global_log_level
         from argentic.core.messager.messager import Messager as ArgenticMessager
         from argentic.core.tools.tool_manager import ToolManager as ArgenticToolManager
 
-        set_global_log_level("WARNING")  # before its clients log their setup at INFO
+        set_global_log_level("WARNING")
+        _quiet_argentic()
         p = self.prefix
         self.messager = ArgenticMessager(
             broker_address="127.0.0.1",
@@ -239,7 +244,8 @@ class Argentic:
 
     async def ready(self, tools: list[str], timeout: float) -> None:
         async with asyncio.timeout(timeout):
-            while not all(t in self.manager.tools_by_name for t in tools):
+            # argentic's manager has no event to wait on: poll its registry.
+            while not all(t in self.manager.tools_by_name for t in tools):  # noqa: ASYNC110
                 await asyncio.sleep(0.02)
         # An argentic tool subscribes to its call topic only after the confirmation.
         self._timeout = 0.5
@@ -279,12 +285,17 @@ class Argentic:
 
 
 def _quiet_argentic() -> None:
-    # argentic attaches its own handlers at INFO/DEBUG; keep them off our stdout table.
-    # Its aiomqtt client logs through aiomqtt's default "mqtt" logger, which warns about
-    # every QoS 0 publish beyond ten not yet written to the socket.
+    """Keep argentic's logging (console handlers on stdout) off the report on stdout.
+
+    Levels go to WARNING, as on every side of the benchmark, and what is still logged
+    goes to stderr. Its aiomqtt client logs through aiomqtt's default "mqtt" logger,
+    which warns about every QoS 0 publish beyond ten not yet written to the socket.
+    """
+    from argentic.core import logger as argentic_logger
+
     logging.getLogger("mqtt").setLevel(logging.ERROR)
-    for name in list(logging.root.manager.loggerDict):
-        logger = logging.getLogger(name)
-        if not name.startswith("argentic_tools"):
-            if logger.level < logging.WARNING:
-                logger.setLevel(logging.WARNING)
+    for logger in list(argentic_logger._LOGGERS.values()):
+        logger.setLevel(max(logger.level, logging.WARNING))
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
+                handler.setStream(sys.stderr)

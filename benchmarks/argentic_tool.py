@@ -25,7 +25,7 @@ class EchoArgs(BaseModel):
     message: str = Field(description="Text to send back")
 
 
-class EchoTool(BaseTool):
+class EchoTool(BaseTool):  # type: ignore[misc]
     """Returns the message unchanged."""
 
     def __init__(self, name: str, messager: Messager) -> None:

@@ -29,7 +29,7 @@ async def serve(port: int, prefix: str) -> None:
 
         async def read() -> None:
             async for message in mqtt.messages:
-                request = json.loads(message.payload)  # type: ignore[arg-type]
+                request = json.loads(message.payload)
                 topic_id = message.topic.value.rsplit("/", 1)[1]
                 body = json.dumps({"id": request["id"], "result": request["message"]})
                 task = asyncio.create_task(reply(f"{prefix}/resp/{topic_id}", body.encode()))

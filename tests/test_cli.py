@@ -7,15 +7,33 @@ import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from typing import Any
 
 import anyio
 import pytest
 from anyio.abc import ByteReceiveStream, Process
 
-from argentic_tools import Messager, ToolManager
+from argentic_tools import (
+    BaseMessage,
+    ClientOfflineMessage,
+    ManagerOnlineMessage,
+    Messager,
+    RegisterToolMessage,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    TaskStatus,
+    ToolManager,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    ToolUnregisteredMessage,
+    Topics,
+    UnregisterToolMessage,
+    parse_message,
+)
 
 from .brokers import Mosquitto, child_env, free_port
-from .conftest import ROOT, TEST_TOOLS, ready
+from .conftest import ROOT, TEST_TOOLS, messager_for, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -326,3 +344,105 @@ async def test_broker_command_serves_mqtt_until_ctrl_c() -> None:
         errors = lines(await read_rest(broker.stderr))
     assert status == 130
     assert errors == ["interrupted"]
+
+
+async def test_watch_prints_one_line_per_protocol_message(
+    mosquitto: Mosquitto, topics: Topics, prefix: str
+) -> None:
+    published: list[tuple[str, BaseMessage | bytes]] = [
+        (topics.register, RegisterToolMessage(tool_name="adder", tool_id="t1", source="proc-1")),
+        (topics.register, UnregisterToolMessage(tool_id="t1", source="proc-1")),
+        (topics.register, ClientOfflineMessage(source="proc-1")),
+        (topics.register, b"not json"),
+        (topics.status, ManagerOnlineMessage(source="manager-1")),
+        (topics.status, ToolRegisteredMessage(tool_id="t1", tool_name="adder")),
+        (topics.status, ToolRegistrationErrorMessage(tool_name="bad", error="no schema")),
+        (topics.status, ToolUnregisteredMessage(tool_id="t1", tool_name="adder", reason="offline")),
+        (topics.call("t1"), TaskMessage(tool_id="t1", tool_name="adder", arguments={"a": 1})),
+        (
+            topics.response("t1"),
+            TaskResultMessage(
+                tool_id="t1", tool_name="adder", status=TaskStatus.SUCCESS, result=3, duration_ms=2
+            ),
+        ),
+        (
+            topics.response("t1"),
+            TaskErrorMessage(
+                tool_id="t1", tool_name="adder", error="boom", error_code="execution_error"
+            ),
+        ),
+    ]
+    watch_args = ("watch", "--count", str(len(published)), *connection(mosquitto.url, prefix))
+    async with cli_process(*watch_args) as watch:
+        assert watch.stderr is not None
+        await read_until(watch.stderr, b"Watching")
+        async with messager_for(mosquitto.url, topics, will_topic=None) as publisher:
+            for topic, message in published:
+                await publisher.publish(topic, message)
+        with anyio.fail_after(TIMEOUT):
+            status = await watch.wait()
+        events = lines(await read_rest(watch.stdout))
+    assert status == 0
+    kinds = {line.split()[1]: line for line in events}
+    assert set(kinds) == {
+        "register",
+        "unregister",
+        "offline",
+        "malformed",
+        "manager",
+        "registered",
+        "refused",
+        "removed",
+        "call",
+        "result",
+        "error",
+    }
+    assert 'adder {"a": 1}' in kinds["call"]
+    assert "adder success in 2.0 ms -> 3" in kinds["result"]
+    assert "adder [execution_error] boom" in kinds["error"]
+    assert "refused" in kinds["refused"] and "no schema" in kinds["refused"]
+
+
+async def test_sigterm_to_a_waiting_call_exits_143_with_one_line(
+    mosquitto: Mosquitto, topics: Topics, prefix: str
+) -> None:
+    announced = anyio.Event()
+
+    async def on_status(message: Any) -> None:
+        if isinstance(parse_message(message.payload), ManagerOnlineMessage):
+            announced.set()
+
+    async with messager_for(mosquitto.url, topics, will_topic=None) as observer:
+        await observer.subscribe(topics.status, on_status)
+        args = ("call", "absent", "{}", "--wait", "60", *connection(mosquitto.url, prefix))
+        async with cli_process(*args) as call:
+            with anyio.fail_after(TIMEOUT):
+                await announced.wait()  # its manager is up, so its signal handlers are too
+            call.send_signal(signal.SIGTERM)
+            with anyio.fail_after(TIMEOUT):
+                status = await call.wait()
+            errors = lines(await read_rest(call.stderr))
+    assert status == 143
+    assert errors == ["terminated"]
+
+
+async def test_an_invalid_topic_prefix_exits_2_with_one_line(mosquitto: Mosquitto) -> None:
+    completed = await run_cli("list", *connection(mosquitto.url, "bad/+/prefix"))
+    assert completed.returncode == 2
+    assert "--topic-prefix 'bad/+/prefix'" in one_error_line(completed)
+
+
+async def test_an_unknown_log_level_is_a_usage_error() -> None:
+    completed = await run_cli("list", "--log-level", "chatty")
+    assert completed.returncode == 2
+    assert "unknown log level 'chatty'" in completed.stderr.decode()
+
+
+async def test_bench_hands_every_argument_to_benchmarks_run() -> None:
+    completed = await run_cli("bench", "--help")
+    if (ROOT / "benchmarks" / "run.py").is_file():
+        assert completed.returncode == 0, completed.stderr
+        assert "benchmarks.run" in completed.stdout.decode()
+    else:
+        assert completed.returncode == 2
+        assert "from a source checkout" in one_error_line(completed)
