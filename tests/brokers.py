@@ -144,3 +144,35 @@ def child_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+class ThreadedEmbeddedBroker:
+    """The embedded amqtt broker on its own event loop thread, shaped like :class:`Mosquitto`.
+
+    Lets synchronous fixtures hand the same ``url``/``port`` to tests whichever broker runs.
+    """
+
+    def __init__(self) -> None:
+        import asyncio
+        import threading
+
+        from argentic_tools._broker import EmbeddedBroker
+
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        self.broker = EmbeddedBroker()
+        asyncio.run_coroutine_threadsafe(self.broker.start(), self._loop).result(timeout=30)
+        self.port = self.broker.port
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        import asyncio
+
+        asyncio.run_coroutine_threadsafe(self.broker.stop(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+        self._loop.close()
