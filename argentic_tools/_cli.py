@@ -630,7 +630,8 @@ def build_parser() -> argparse.ArgumentParser:
     watch.set_defaults(run=_watch, graceful=True, log_level="WARNING")
 
     demo = command("demo", "start the example tools and run a short scripted agent")
-    demo.set_defaults(run=_demo, log_level="WARNING")
+    # Without --broker the demo starts the embedded broker instead of trying 1883.
+    demo.set_defaults(run=_demo, log_level="WARNING", broker=None)
 
     # No options of its own (prefix_chars matches none): every argument, --help included,
     # goes to benchmarks.run as it is.

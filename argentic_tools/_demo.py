@@ -142,16 +142,23 @@ class ToolProcesses:
 async def _connect_or_embed(
     args: argparse.Namespace, stack: contextlib.AsyncExitStack
 ) -> tuple[Messager, str, bool]:
-    """Connect to ``--broker``, or start the embedded broker: (messager, url, embedded)."""
-    probe = messager_from(args, connect_timeout=PROBE_TIMEOUT)
-    try:
-        await probe.connect()
-    except BrokerUnavailableError as exc:
-        reason = str(exc)
+    """Connect to ``--broker``, or start the embedded broker: (messager, url, embedded).
+
+    Without ``--broker`` the demo always runs on the embedded broker, so what it shows
+    does not depend on how some broker already running on the machine is configured.
+    """
+    if args.broker is None:
+        reason, why = "no --broker given", "no --broker given"
     else:
-        stack.push_async_callback(shielded, probe.disconnect)
-        stdout.print(Text.assemble("Broker: ", (probe.url, "bold"), " (it answered)"))
-        return probe, args.broker, False
+        probe = messager_from(args, connect_timeout=PROBE_TIMEOUT)
+        try:
+            await probe.connect()
+        except BrokerUnavailableError as exc:
+            reason, why = str(exc), f"nothing answered at {probe.url}"
+        else:
+            stack.push_async_callback(shielded, probe.disconnect)
+            stdout.print(Text.assemble("Broker: ", (probe.url, "bold"), " (it answered)"))
+            return probe, args.broker, False
     from ._broker import EmbeddedBroker
 
     broker = EmbeddedBroker()
@@ -160,11 +167,7 @@ async def _connect_or_embed(
     except (RuntimeError, OSError) as exc:
         raise CliError(f"{reason}; and the embedded broker cannot start: {exc}") from None
     stack.push_async_callback(shielded, broker.stop)
-    stdout.print(
-        Text.assemble(
-            "Broker: ", (f"embedded, {broker.url}", "bold"), f" (nothing answered at {probe.url})"
-        )
-    )
+    stdout.print(Text.assemble("Broker: ", (f"embedded, {broker.url}", "bold"), f" ({why})"))
     messager = messager_from(args, broker.url)
     await messager.connect()
     stack.push_async_callback(shielded, messager.disconnect)

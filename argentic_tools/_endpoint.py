@@ -90,6 +90,7 @@ class ToolEndpoint:
             RegistrationError: A manager refused the registration.
 
         """
+        await self.tool.warm_up()
         await self.messager.subscribe(self.topics.status, self._on_status)
         await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
         self.messager.add_reconnect_hook(self._register)

@@ -455,9 +455,11 @@ class ToolManager:
                     problem = f"tool_api is not valid JSON: {exc}"
         if problem is None and not isinstance(schema, dict):
             problem = "the argument schema must be a JSON object"
+        validator: SchemaValidator | None = None
         if problem is None:
             try:
-                SchemaValidator(schema or {"type": "object"})
+                # Compiled once here, at registration, and kept for every call.
+                validator = SchemaValidator(schema or {"type": "object", "properties": {}})
             except ValueError as exc:
                 problem = str(exc)
         tool_id = reg.tool_id
@@ -519,6 +521,7 @@ class ToolManager:
                 else (asyncio.get_running_loop().time() + LEGACY_SETTLE_SECONDS)
             )
         entry = _Entry(info, ready_at, self._epoch)
+        entry._validator = validator
         if reg.protocol is None:
             entry.epoch = None
         if previous is not None:

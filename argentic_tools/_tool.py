@@ -156,6 +156,9 @@ class BaseTool(ABC):
         """
         return self.argument_schema.model_validate(arguments).model_dump()
 
+    async def warm_up(self) -> None:  # noqa: B027 - an optional hook, not abstract
+        """Prepare to serve (called once before the tool registers); nothing by default."""
+
     async def invoke(self, arguments: dict[str, Any]) -> Any:
         """Validate ``arguments`` and run the tool (what serving a call does)."""
         return await self._execute(**self.validate_arguments(arguments))
@@ -237,6 +240,11 @@ class FunctionTool(BaseTool):
         self.func = func
         self.context_param = context_param
         self.is_async = inspect.iscoroutinefunction(func)
+
+    async def warm_up(self) -> None:
+        """Start the worker thread now, so the first call does not pay for it (~30 ms)."""
+        if not self.is_async:
+            await anyio.to_thread.run_sync(lambda: None)
 
     def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validate with the signature's model, keeping nested models as model instances."""

@@ -85,6 +85,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--storm-limit", type=float, default=60.0, help="seconds (e) waits for all tools"
     )
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="output folder")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--"]:  # `argentic-tools bench -- --quick` passes the separator on
+        argv = argv[1:]
     args = parser.parse_args(argv)
     scenarios = [s.strip().lower() for s in args.scenarios.split(",") if s.strip()]
     unknown = [s for s in scenarios if s not in ALL_SCENARIOS or len(s) != 1]
