@@ -203,7 +203,6 @@ class ToolManager:
         self._export_cache: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         self._pump = ObservationPump(recorder) if recorder is not None else None
         self._registry_waiters: set[asyncio.Future[None]] = set()
-        self._epoch = 0
         self._initialised = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -263,9 +262,8 @@ class ToolManager:
 
     async def _reconnected(self) -> None:
         # The broker may have restarted and forgotten every subscription: until a tool
-        # registers again (it does on its own reconnect, or on our announcement), calls
-        # to it wait instead of being published into the void.
-        self._epoch += 1
+        # registers again (it does on its own reconnect, or on this announcement), calls
+        # to it wait instead of being published into the void (see _send).
         await self._announce()
 
     async def _announce(self) -> None:
@@ -369,15 +367,24 @@ class ToolManager:
             while tool_id in self._entries:
                 await self._registry_changed()
 
-    async def _wait_for_reregistration(self, entry: _Entry) -> _Entry:
+    async def _send(self, entry: _Entry, task: bytes) -> None:
+        """Publish a task on a connection the tool is known to be subscribed on.
+
+        After the manager's connection is re-established (the broker may have restarted
+        and lost every subscription), wait until the tool has registered again, and send
+        again if the connection changed while publishing. Tools execute a task id once.
+        """
         tool_id = entry.info.id
         while True:
             current = self._entries.get(tool_id)
             if current is None:
                 raise _ToolGoneError
-            if current.epoch is None or current.epoch >= self._epoch:
-                return current
-            await self._registry_changed()
+            if current.epoch is not None and current.epoch < self.messager.connections:
+                await self._registry_changed()
+                continue
+            await self.messager.publish(self.topics.call(tool_id), task)
+            if current.epoch is None or current.epoch >= self.messager.connections:
+                return
 
     async def _registry_changed(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -520,7 +527,7 @@ class ToolManager:
                 if previous is not None
                 else (asyncio.get_running_loop().time() + LEGACY_SETTLE_SECONDS)
             )
-        entry = _Entry(info, ready_at, self._epoch)
+        entry = _Entry(info, ready_at, self.messager.connections)
         entry._validator = validator
         if reg.protocol is None:
             entry.epoch = None
@@ -780,13 +787,11 @@ class ToolManager:
         self._pending[task_id] = _Pending(future, info.id, info.name, info.source)
         try:
             async with asyncio.timeout(wait):
-                if entry.epoch is not None and entry.epoch < self._epoch:
-                    entry = await self._wait_for_reregistration(entry)
                 if entry.ready_at:
                     settle = entry.ready_at - asyncio.get_running_loop().time()
                     if settle > 0:
                         await asyncio.sleep(settle)
-                await self.messager.publish(self.topics.call(info.id), encode(task))
+                await self._send(entry, encode(task))
                 result = await future
         except TimeoutError:
             # Tell the tool to stop working on it; nobody will read the result.

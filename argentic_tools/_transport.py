@@ -247,6 +247,8 @@ class Messager:
         self._entered = False
         self._runner: asyncio.Task[None] | None = None
         self._reconnect_hooks: list[ReconnectHook] = []
+        self.connections = 0
+        """How many times a connection was established (1 after connect)."""
         self._hook_tasks: set[asyncio.Task[None]] = set()
 
     @classmethod
@@ -298,6 +300,7 @@ class Messager:
         except BaseException:
             self._entered = False
             raise
+        self.connections += 1
         self._connected.set()
         self._runner = asyncio.create_task(self._run(), name=f"mqtt-reader:{self.client_id}")
         self.logger.debug("connected to %s as %s", self.url, self.client_id)
@@ -401,7 +404,11 @@ class Messager:
             if client is not None and self._connected.is_set():
                 try:
                     await client.publish(topic, data, qos=qos, retain=retain)
-                    return
+                    if client is self._client:
+                        return
+                    # Woken because that connection died, not by a PUBACK: send it again
+                    # on the new one (at least once; tools ignore a task id seen before).
+                    continue
                 except aiomqtt.MqttError as exc:
                     if self._closing:
                         raise BrokerError(f"publishing to {topic!r} failed: {exc}") from None
@@ -478,9 +485,12 @@ class Messager:
                         return
                     self.logger.warning("lost the connection to %s: %s", self.url, exc)
                 self._connected.clear()
+                self._client = None
+                # aiomqtt would leave publishes waiting for PUBACKs that can never come.
+                for waiter in list(client._pending_publishes.values()):
+                    waiter.set()
                 with contextlib.suppress(Exception):
                     await client.__aexit__(None, None, None)
-                self._client = None
             try:
                 self._client = await self._open()
             except BrokerUnavailableError as exc:
@@ -489,6 +499,7 @@ class Messager:
                 backoff = min(backoff * 2, 2.0)
                 continue
             backoff = 0.05
+            self.connections += 1
             self._connected.set()
             self.logger.info("reconnected to %s", self.url)
             for hook in list(self._reconnect_hooks):
