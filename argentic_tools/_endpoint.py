@@ -12,9 +12,10 @@ import logging
 import time
 import traceback
 import uuid
+import weakref
 from collections import OrderedDict
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Coroutine
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
@@ -23,6 +24,7 @@ from ._errors import BrokerError, PayloadTooLargeError, ProtocolError, Registrat
 from ._logging import DropLog
 from ._messages import (
     PROTOCOL_VERSION,
+    BaseMessage,
     ManagerOnlineMessage,
     RegisterToolMessage,
     TaskErrorMessage,
@@ -91,7 +93,7 @@ class ToolEndpoint:
 
         """
         await self.tool.warm_up()
-        await self.messager.subscribe(self.topics.status, self._on_status)
+        await _StatusRouter.of(self.messager, self.topics.status).add(self)
         await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
         self.messager.add_reconnect_hook(self._register)
         self.tool.id = self.tool_id
@@ -120,7 +122,7 @@ class ToolEndpoint:
         self.messager.remove_reconnect_hook(self._register)
         with contextlib.suppress(Exception):
             await self.messager.unsubscribe(self.topics.call(self.tool_id), self._on_task)
-            await self.messager.unsubscribe(self.topics.status, self._on_status)
+            await _StatusRouter.of(self.messager, self.topics.status).remove(self)
         if announce and self.messager.is_connected():
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2):
@@ -173,26 +175,17 @@ class ToolEndpoint:
             self._refused = f"registration is too large: {exc}"
             self.confirmed.set()
 
-    async def _on_status(self, message: IncomingMessage) -> None:
-        try:
-            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
-        except ProtocolError:
-            return  # the status topic is shared; other peers' chatter is not ours to judge
-        if isinstance(parsed, ManagerOnlineMessage):
-            await self._register()
-        elif isinstance(parsed, ToolRegisteredMessage):
-            if parsed.tool_name != self.tool.name:
-                return
+    async def _handle_status(self, parsed: BaseMessage) -> None:
+        """React to a status message about this tool's name (routed by _StatusRouter)."""
+        if isinstance(parsed, ToolRegisteredMessage):
             if parsed.tool_id == self.tool_id:
                 self.confirmed.set()
             elif parsed.target in (None, self.messager.client_id) and not self.confirmed.is_set():
                 # A manager that assigns its own ids (Argentic's) chose another one: adopt it.
                 await self._adopt(parsed.tool_id)
                 self.confirmed.set()
-        elif (
-            isinstance(parsed, ToolRegistrationErrorMessage)
-            and parsed.tool_name == self.tool.name
-            and (parsed.tool_id == self.tool_id or parsed.target == self.messager.client_id)
+        elif isinstance(parsed, ToolRegistrationErrorMessage) and (
+            parsed.tool_id == self.tool_id or parsed.target == self.messager.client_id
         ):
             self._refused = parsed.error
             self.confirmed.set()
@@ -395,6 +388,66 @@ class ToolEndpoint:
                 task.task_id,
                 exc,
             )
+
+
+class _StatusRouter:
+    """The one subscription to a status topic on a connection, shared by its endpoints.
+
+    Each status message is parsed once and handed only to the endpoints whose tool it
+    names; with a thousand tools in one process, per-endpoint subscriptions would parse
+    every confirmation a thousand times.
+    """
+
+    _routers: ClassVar["weakref.WeakKeyDictionary[Messager, dict[str, _StatusRouter]]"] = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, messager: Messager, topic: str) -> None:
+        self.messager = messager
+        self.topic = topic
+        self.by_name: dict[str, list[ToolEndpoint]] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    def of(cls, messager: Messager, topic: str) -> "_StatusRouter":
+        routers = cls._routers.setdefault(messager, {})
+        router = routers.get(topic)
+        if router is None:
+            router = routers[topic] = cls(messager, topic)
+        return router
+
+    async def add(self, endpoint: ToolEndpoint) -> None:
+        first = not self.by_name
+        self.by_name.setdefault(endpoint.tool.name, []).append(endpoint)
+        if first:
+            await self.messager.subscribe(self.topic, self._on_status)
+
+    async def remove(self, endpoint: ToolEndpoint) -> None:
+        name = endpoint.tool.name
+        remaining = [e for e in self.by_name.get(name, ()) if e is not endpoint]
+        if remaining:
+            self.by_name[name] = remaining
+        else:
+            self.by_name.pop(name, None)
+        if not self.by_name:
+            await self.messager.unsubscribe(self.topic, self._on_status)
+
+    def _on_status(self, message: IncomingMessage) -> None:
+        try:
+            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
+        except ProtocolError:
+            return  # the status topic is shared; other peers' chatter is not ours to judge
+        if isinstance(parsed, ManagerOnlineMessage):
+            endpoints = [e for group in self.by_name.values() for e in group]
+            self._spawn(asyncio.gather(*(e._register() for e in endpoints)))
+        elif isinstance(parsed, ToolRegisteredMessage | ToolRegistrationErrorMessage):
+            for endpoint in self.by_name.get(parsed.tool_name, ()):
+                self._spawn(endpoint._handle_status(parsed))
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 
 def _jsonable(value: Any) -> Any:

@@ -49,7 +49,7 @@ from ._pipeline import (
     ObservationRecorder,
     ToolPolicy,
 )
-from ._schema import SchemaValidator, describe_problems
+from ._schema import SchemaValidator, compiled_validator, describe_problems
 from ._topics import (
     DEFAULT_CALL_TOPIC_BASE,
     DEFAULT_REGISTER_TOPIC,
@@ -466,7 +466,7 @@ class ToolManager:
         if problem is None:
             try:
                 # Compiled once here, at registration, and kept for every call.
-                validator = SchemaValidator(schema or {"type": "object", "properties": {}})
+                validator = compiled_validator(schema or {"type": "object", "properties": {}})
             except ValueError as exc:
                 problem = str(exc)
         tool_id = reg.tool_id

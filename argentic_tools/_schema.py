@@ -6,7 +6,9 @@ validates arguments in the tool process. On the manager side the schema is
 compiled once per tool into a ``jsonschema`` validator.
 """
 
+import functools
 import inspect
+import json
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -208,6 +210,21 @@ class SchemaValidator:
                 entry["got"] = _short(error.instance)
             problems.append(entry)
         return problems
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(canonical: str) -> SchemaValidator:
+    return SchemaValidator(json.loads(canonical))
+
+
+def compiled_validator(schema: dict[str, Any]) -> SchemaValidator:
+    """A validator for ``schema``, compiled once per distinct schema (tools re-register often).
+
+    Raises:
+        ValueError: ``schema`` is not a valid JSON Schema.
+
+    """
+    return _compiled(json.dumps(schema, sort_keys=True, separators=(",", ":")))
 
 
 def describe_problems(problems: list[dict[str, Any]]) -> str:
