@@ -293,6 +293,8 @@ def build_markdown(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
         out += ["## Failed or lost calls", ""]
         for r in failures:
             what = f"aborted: {r['error']}" if r["error"] else f"{r['failed']} of {r['calls']}"
+            if r["metrics"].get("call_error"):
+                what += f" ({r['metrics']['call_error']})"
             out.append(f"- ({r['scenario']}) {r['impl']}, rep {r['rep']}: {what}")
     else:
         out.append("No call failed or was lost in any run.")

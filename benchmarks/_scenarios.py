@@ -176,10 +176,15 @@ async def registration_storm(ctx: Context, rep: int) -> dict[str, Any]:
         seen = len(manager.tools_by_name)
         last = f"t{s.many - 1}"
         ok = False
+        call_error: str | None = None
         if last in manager.tools_by_name:
             patience = max(1.0, deadline - time.perf_counter())
             result = await manager.execute_tool(last, {"message": "x"}, timeout=patience)
             ok = result.ok and result.result == "x"
+            if not ok:
+                call_error = str(getattr(result, "error", None) or f"returned {result.result!r}")
+        else:
+            call_error = f"{last} never registered"
         callable_s = time.perf_counter() - started if ok else math.nan
         clock = time.perf_counter()
         prompt = manager.generate_tool_descriptions_for_prompt()
@@ -199,6 +204,7 @@ async def registration_storm(ctx: Context, rep: int) -> dict[str, Any]:
             "prompt_bytes": len(prompt.encode()),
             "openai_ms": openai_ms,
             "openai_cached_ms": openai_cached_ms,
+            "call_error": call_error,
         }
         # Failed: each tool that never showed up, plus the call to the last one.
         out = record("e", "ours", rep, s.many + 1, seen + int(ok), metrics)
