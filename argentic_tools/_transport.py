@@ -153,6 +153,42 @@ def _matches(topic_filter: str, topic: str) -> bool:
     return len(filter_levels) == len(topic_levels)
 
 
+def _guard_write_watch(client: aiomqtt.Client) -> None:
+    """Register paho's write interest safely when its socket may close first.
+
+    aiomqtt reads the socket's file descriptor when it *schedules* the watcher; after
+    a broker dies the socket can be closed before the watcher is added, and the event
+    loop then fails with EBADF. Here the descriptor is read, and checked, when it runs.
+    """
+    paho = client._client
+    loop = asyncio.get_running_loop()
+
+    def register_write(_paho: Any, _userdata: Any, sock: Any) -> None:
+        def on_writable() -> None:
+            try:
+                paho.loop_write()
+            except Exception as exc:  # noqa: BLE001 - a broken pipe ends the connection
+                if not client._disconnected.done():
+                    client._disconnected.set_exception(exc)
+
+        def add() -> None:
+            fd = sock.fileno()
+            if fd >= 0:
+                with contextlib.suppress(OSError, ValueError):
+                    loop.add_writer(fd, on_writable)
+
+        loop.call_soon_threadsafe(add)
+
+    def unregister_write(_paho: Any, _userdata: Any, sock: Any) -> None:
+        fd = sock.fileno()
+        if fd >= 0:
+            with contextlib.suppress(OSError, ValueError):
+                loop.remove_writer(fd)
+
+    paho.on_socket_register_write = register_write
+    paho.on_socket_unregister_write = unregister_write
+
+
 def _discard(client: aiomqtt.Client) -> None:
     # paho keeps the socket of a failed handshake open; close it so nothing leaks.
     paho = client._client
