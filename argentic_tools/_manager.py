@@ -765,23 +765,27 @@ class ToolManager:
                 "use a unique id per call.",
                 "invalid_arguments",
             )
-        task = TaskMessage.model_construct(
-            type="TASK",
-            source=self.messager.client_id,
-            timestamp=time.time(),
-            message_id=task_id,
-            data=None,
-            task_id=task_id,
-            tool_id=info.id,
-            tool_name=info.name,
-            arguments=arguments,
-            call_id=call_id,
-            timeout_seconds=wait,
-            deadline=time.time() + wait,
-            context=context,
-            trace=None,
-            dry_run=False,
-            approval_token=None,
+        # Only the encoded bytes are kept while the call waits: the model would cost
+        # ~1.5 KB per pending call for nothing.
+        payload = encode(
+            TaskMessage.model_construct(
+                type="TASK",
+                source=self.messager.client_id,
+                timestamp=time.time(),
+                message_id=task_id,
+                data=None,
+                task_id=task_id,
+                tool_id=info.id,
+                tool_name=info.name,
+                arguments=arguments,
+                call_id=call_id,
+                timeout_seconds=wait,
+                deadline=time.time() + wait,
+                context=context,
+                trace=None,
+                dry_run=False,
+                approval_token=None,
+            )
         )
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
         self._pending[task_id] = _Pending(future, info.id, info.name, info.source)
@@ -791,7 +795,7 @@ class ToolManager:
                     settle = entry.ready_at - asyncio.get_running_loop().time()
                     if settle > 0:
                         await asyncio.sleep(settle)
-                await self._send(entry, encode(task))
+                await self._send(entry, payload)
                 result = await future
         except TimeoutError:
             # Tell the tool to stop working on it; nobody will read the result.

@@ -175,10 +175,66 @@ def _short(value: Any, limit: int = 80) -> Any:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+_PRIMITIVE_CHECKS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "deprecated"})
+_FAST_KEYWORDS = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "items"}
+
+
+def _fast_check(schema: Any) -> Callable[[Any], bool] | None:
+    """A quick "certainly valid" test for the flat schemas tools usually have, or None.
+
+    Handles ``type`` (one name), ``properties``, ``required``, ``additionalProperties:
+    false`` and array ``items``, plus annotations; any other keyword gives None, and then
+    jsonschema alone decides. The test may say False for a valid instance (jsonschema
+    then decides) but never True for an invalid one. jsonschema creates a validator per
+    property it descends into: ~45 µs for five typed fields, ~2 µs here.
+    """
+    if not isinstance(schema, dict) or set(schema) - _FAST_KEYWORDS:
+        return None
+    kind = schema.get("type")
+    if not isinstance(kind, str):
+        return None
+    rest = set(schema) - _ANNOTATIONS - {"type"}
+    if kind in _PRIMITIVE_CHECKS:
+        return None if rest else _PRIMITIVE_CHECKS[kind]
+    if kind == "array":
+        item = _fast_check(schema["items"]) if rest == {"items"} else None
+        if item is None:
+            return None
+        return lambda v: isinstance(v, list) and all(item(x) for x in v)
+    if kind != "object" or schema.get("additionalProperties", False) is not False:
+        return None
+    props = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return None
+    checks = {name: _fast_check(sub) for name, sub in props.items()}
+    if any(check is None for check in checks.values()):
+        return None
+    needed = frozenset(required)
+
+    def check_object(v: Any) -> bool:
+        if not isinstance(v, dict) or not needed.issubset(v):
+            return False
+        for key, value in v.items():
+            check = checks.get(key)
+            if check is None or not check(value):
+                return False
+        return True
+
+    return check_object
+
+
 class SchemaValidator:
     """A JSON Schema compiled once; validates instances and reports each problem by path."""
 
-    __slots__ = ("_validator", "schema")
+    __slots__ = ("_fast", "_validator", "schema")
 
     def __init__(self, schema: dict[str, Any]) -> None:
         """Compile ``schema``.
@@ -194,10 +250,11 @@ class SchemaValidator:
             raise ValueError(f"invalid JSON Schema: {exc.message}") from None
         self.schema = schema
         self._validator = cls(schema)
+        self._fast = _fast_check(schema)
 
     def problems(self, instance: Any) -> list[dict[str, Any]]:
         """One entry per problem (``path``, ``message``, ``expected``, ``got``); [] if valid."""
-        if self._validator.is_valid(instance):
+        if (self._fast is not None and self._fast(instance)) or self._validator.is_valid(instance):
             return []
         problems = []
         for error in sorted(self._validator.iter_errors(instance), key=lambda e: list(e.path)):

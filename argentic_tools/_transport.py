@@ -22,6 +22,7 @@ from typing import Any, Self
 from urllib.parse import unquote, urlsplit
 
 import aiomqtt
+import paho.mqtt.client as mqtt
 
 from ._errors import BrokerError, BrokerUnavailableError, PayloadTooLargeError
 from ._logging import LogLevel, parse_log_level
@@ -39,6 +40,9 @@ _aiomqtt_logger = logging.getLogger("argentic_tools.aiomqtt")
 _aiomqtt_logger.setLevel(logging.ERROR)
 
 _NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+
+MAX_UNACKED = 60_000
+"""QoS 1 publishes awaiting their PUBACK at once (MQTT message ids are 16-bit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,6 +290,12 @@ class Messager:
         self.connections = 0
         """How many times a connection was established (1 after connect)."""
         self._hook_tasks: set[asyncio.Task[None]] = set()
+        # QoS 1 publishes awaiting their PUBACK, by message id. aiomqtt's bookkeeping scans
+        # every pending call on each publish, and paho's in-flight limit scans every
+        # unacknowledged message on each PUBACK: both quadratic with thousands of calls in
+        # flight. This map is O(1); paho's limit is off and MAX_UNACKED bounds the window.
+        self._acks: dict[int, asyncio.Future[None]] = {}
+        self._window = asyncio.Semaphore(MAX_UNACKED)
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> "Messager":
@@ -355,6 +365,7 @@ class Messager:
             with contextlib.suppress(BaseException):
                 await task
         client, self._client = self._client, None
+        self._release_acks()  # their publish() calls then see the closed connection
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
@@ -439,7 +450,7 @@ class Messager:
             client = self._client
             if client is not None and self._connected.is_set():
                 try:
-                    await client.publish(topic, data, qos=qos, retain=retain)
+                    await self._send(client, topic, data, qos, retain)
                     if client is self._client:
                         return
                     # Woken because that connection died, not by a PUBACK: send it again
@@ -453,6 +464,46 @@ class Messager:
             await self._connected.wait()
 
     # -- internals ---------------------------------------------------------
+
+    async def _send(
+        self, client: aiomqtt.Client, topic: str, data: bytes, qos: int, retain: bool
+    ) -> None:
+        """Publish through paho; for QoS > 0 wait for the PUBACK or the connection's end."""
+        paho = client._client
+        if qos == 0:
+            info = paho.publish(topic, data, 0, retain)
+            if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+            return
+        async with self._window:
+            info = paho.publish(topic, data, qos, retain)
+            if info.rc != mqtt.MQTT_ERR_SUCCESS:
+                raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+            if info.is_published():
+                return
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._acks[info.mid] = future
+            try:
+                await future
+            finally:
+                if self._acks.get(info.mid) is future:
+                    del self._acks[info.mid]
+
+    def _on_paho_publish(self, fallback: Any) -> Callable[..., None]:
+        def on_publish(paho: Any, userdata: Any, mid: int, *rest: Any) -> None:
+            future = self._acks.pop(mid, None)
+            if future is None:
+                fallback(paho, userdata, mid, *rest)  # not one of ours
+            elif not future.done():
+                future.set_result(None)
+
+        return on_publish
+
+    def _release_acks(self) -> None:
+        acks, self._acks = self._acks, {}
+        for future in acks.values():
+            if not future.done():
+                future.set_result(None)
 
     def _has_filter(self, topic: str) -> bool:
         return topic in self._exact or any(f == topic for f, _ in self._wildcard)
@@ -479,11 +530,12 @@ class Messager:
             socket_options=_NODELAY,
             timeout=self.connect_timeout,
             logger=_aiomqtt_logger,
-            max_inflight_messages=65535,
+            max_inflight_messages=0,  # unlimited, so paho skips its O(n) scan per PUBACK
         )
         # Dispatch straight from paho's callback (it runs on the event loop): no queue,
         # no task and no wait per message, which is most of a round trip's cost.
         client._client.on_message = self._on_paho_message
+        client._client.on_publish = self._on_paho_publish(client._client.on_publish)
         where = f"{self.broker_address}:{self.port}"
         problem: str | None = None
         try:
@@ -522,9 +574,8 @@ class Messager:
                     self.logger.warning("lost the connection to %s: %s", self.url, exc)
                 self._connected.clear()
                 self._client = None
-                # aiomqtt would leave publishes waiting for PUBACKs that can never come.
-                for waiter in list(client._pending_publishes.values()):
-                    waiter.set()
+                # Publishes waiting for PUBACKs that can never come: wake them to resend.
+                self._release_acks()
                 with contextlib.suppress(Exception):
                     await client.__aexit__(None, None, None)
             try:
