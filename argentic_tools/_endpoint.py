@@ -309,27 +309,21 @@ class ToolEndpoint:
                 trace=traceback.format_exc() if tool.debug else None,
             )
         finally:
-            set_current_context(None) if token is None else token.var.reset(token)
+            token.var.reset(token)
+        # model_construct: nothing here needs validating; unset fields keep their defaults.
         result = TaskResultMessage.model_construct(
-            type="TASK",
             source=self.messager.client_id,
-            timestamp=time.time(),
             message_id=task.message_id,
-            data=None,
             task_id=task.task_id,
             tool_id=self.tool_id,
             tool_name=tool.name,
             arguments=task.arguments,
             call_id=task.call_id,
-            timeout_seconds=None,
-            deadline=None,
-            context=None,
             trace=task.trace,
             dry_run=task.dry_run,
             approval_token=task.approval_token,
             status=TaskStatus.SUCCESS,
             result=output,
-            error=None,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
         try:

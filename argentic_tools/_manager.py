@@ -63,6 +63,8 @@ from ._transport import IncomingMessage, Messager
 
 _ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
 _REMEMBER_FINISHED = 10_000
+RECORDER_CLOSE_SECONDS = 5.0
+"""How long closing a manager waits for its recorder to take the queued observations."""
 LEGACY_SETTLE_SECONDS = 0.3
 """Plain Argentic tools subscribe to their call topic only after our confirmation reaches
 them; calls to a freshly registered one wait this long so that the first is not lost."""
@@ -252,7 +254,10 @@ class ToolManager:
         for task in list(self._background):
             task.cancel()
         if self._pump is not None:
-            await self._pump.flush()
+            # Hand over what is queued, but a stuck recorder must not hang the shutdown.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(RECORDER_CLOSE_SECONDS):
+                    await self._pump.flush()
             await self._pump.close()
 
     async def flush_observations(self) -> None:
@@ -767,24 +772,22 @@ class ToolManager:
             )
         # Only the encoded bytes are kept while the call waits: the model would cost
         # ~1.5 KB per pending call for nothing.
+        # model_construct: every value here is already checked, and unset fields keep
+        # their defaults.
+        now = time.time()
         payload = encode(
             TaskMessage.model_construct(
-                type="TASK",
                 source=self.messager.client_id,
-                timestamp=time.time(),
+                timestamp=now,
                 message_id=task_id,
-                data=None,
                 task_id=task_id,
                 tool_id=info.id,
                 tool_name=info.name,
                 arguments=arguments,
                 call_id=call_id,
                 timeout_seconds=wait,
-                deadline=time.time() + wait,
+                deadline=now + wait,
                 context=context,
-                trace=None,
-                dry_run=False,
-                approval_token=None,
             )
         )
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
@@ -892,29 +895,15 @@ class ToolManager:
         details: Any = None,
     ) -> TaskErrorMessage:
         return TaskErrorMessage.model_construct(
-            type="TASK",
             source=self.messager.client_id,
-            timestamp=time.time(),
-            message_id=str(uuid.uuid4()),
-            data=None,
             task_id=task_id,
             tool_id=tool_id,
             tool_name=tool_name,
             arguments=arguments if isinstance(arguments, dict) else None,
-            call_id=None,
-            timeout_seconds=None,
-            deadline=None,
-            context=None,
-            trace=None,
-            dry_run=False,
-            approval_token=None,
             status=status,
             error=text,
-            traceback=None,
             error_code=code,
             details=details,
-            duration_ms=None,
-            result=None,
         )
 
     def _observe(self, result: ToolResult, context: CallContext | None) -> None:

@@ -605,7 +605,7 @@ class Messager:
         try:
             await client._disconnected
         except aiomqtt.MqttError:
-            raise
+            raise  # already ours to report
         except Exception as exc:  # noqa: BLE001 - paho reports socket errors raw
             raise aiomqtt.MqttError(str(exc) or type(exc).__name__) from None
         if not self._closing:

@@ -358,3 +358,20 @@ async def test_exports_match_each_providers_documented_shape(agent: ToolManager)
     assert {"tool_id", "name", "description", "parameters"} == set(prompt[0])
     with pytest.raises(ValueError, match="unknown export format"):
         agent.export_tools("gemini")
+
+
+async def test_closing_the_manager_does_not_wait_forever_for_a_stuck_recorder(
+    mosquitto: Mosquitto, topics: Topics
+) -> None:
+    stuck = StuckRecorder()
+    async with (
+        ToolService(mosquitto.url, [add], topics=topics),
+        messager_for(mosquitto.url, topics) as messager,
+    ):
+        manager = manager_for(messager, topics, recorder=stuck)
+        await manager.async_init()
+        await manager.wait_for_tool("add", timeout=10)
+        assert (await manager.execute_tool("add", {"a": 1})).ok
+        with anyio.fail_after(15):
+            await manager.aclose()  # the recorder never returns; close still ends
+    assert len(stuck.seen) == 1
