@@ -27,7 +27,7 @@ from ._errors import (
     ValidationError,
 )
 from ._logging import LogLevel
-from ._manager import ToolInfo, ToolManager
+from ._manager import ToolManager
 from ._messages import (
     PROTOCOL_VERSION,
     BaseMessage,
@@ -57,6 +57,7 @@ from ._pipeline import (
     ThreadToolPolicy,
     ToolPolicy,
 )
+from ._registry import ToolInfo
 from ._service import ToolService, serve_main
 from ._tool import BaseTool, FunctionTool, ToolContext, tool
 from ._topics import Topics

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from ._manager import ToolInfo
+    from ._registry import ToolInfo
 
 ExportFormat = Literal["prompt", "openai", "anthropic", "mcp"]
 EXPORT_FORMATS: tuple[str, ...] = ("prompt", "openai", "anthropic", "mcp")

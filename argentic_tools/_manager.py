@@ -8,19 +8,17 @@ wait. A tool's MQTT Last Will ends its pending calls at once.
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
 from ._errors import BrokerError, PayloadTooLargeError, ProtocolError
-from ._exports import export, prompt_entry, provider_name
+from ._exports import export
 from ._logging import DropLog, LogLevel, parse_log_level
 from ._messages import (
     PROTOCOL_VERSION,
@@ -49,87 +47,20 @@ from ._pipeline import (
     ObservationRecorder,
     ToolPolicy,
 )
-from ._schema import SchemaValidator, compiled_validator, describe_problems
+from ._registry import Entry, RegistrationRefusedError, ToolInfo, ToolRegistry, matching
+from ._schema import describe_problems
 from ._topics import (
     DEFAULT_CALL_TOPIC_BASE,
     DEFAULT_REGISTER_TOPIC,
     DEFAULT_RESPONSE_TOPIC_BASE,
     DEFAULT_STATUS_TOPIC,
     Topics,
-    is_valid_tool_id,
-    tool_name_problem,
 )
 from ._transport import IncomingMessage, Messager
 
-_ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
 _REMEMBER_FINISHED = 10_000
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits for its recorder to take the queued observations."""
-LEGACY_SETTLE_SECONDS = 0.3
-"""Plain Argentic tools subscribe to their call topic only after our confirmation reaches
-them; calls to a freshly registered one wait this long so that the first is not lost."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolInfo:
-    """A registered tool, as listed by :meth:`ToolManager.get_available_tools`."""
-
-    id: str
-    """Tool id (topic level of its call and response topics)."""
-    name: str
-    """Tool name."""
-    description: str
-    """What the tool does."""
-    input_schema: dict[str, Any]
-    """JSON Schema of the arguments."""
-    output_schema: dict[str, Any] | None
-    """JSON Schema of a successful result, when declared."""
-    tags: tuple[str, ...]
-    """Discovery tags."""
-    examples: tuple[dict[str, Any], ...]
-    """Example calls."""
-    source: str | None
-    """Client id of the process serving the tool."""
-    registered_at: str
-    """ISO 8601 time of the (latest) registration."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """Implementation metadata, e.g. ``max_concurrency``."""
-
-
-class _Entry:
-    __slots__ = ("_output_validator", "_validator", "epoch", "info", "public", "ready_at")
-
-    def __init__(self, info: ToolInfo, ready_at: float, epoch: int) -> None:
-        self.info = info
-        self.ready_at = ready_at
-        # Connection epoch of the manager when the tool last registered (None: a plain
-        # Argentic tool, which never registers again by itself).
-        self.epoch: int | None = epoch
-        self.public: dict[str, Any] = {
-            "id": info.id,
-            "name": info.name,
-            "description": info.description,
-            "parameters": json.dumps(info.input_schema, separators=(",", ":")),
-            "registered_at": info.registered_at,
-            "source_client_id": info.source,
-            "tags": list(info.tags),
-        }
-        self._validator: SchemaValidator | None = None
-        self._output_validator: SchemaValidator | None = None
-
-    @property
-    def validator(self) -> SchemaValidator:
-        if self._validator is None:
-            self._validator = SchemaValidator(self.info.input_schema)
-        return self._validator
-
-    @property
-    def output_validator(self) -> SchemaValidator | None:
-        if self.info.output_schema is None:
-            return None
-        if self._output_validator is None:
-            self._output_validator = SchemaValidator(self.info.output_schema)
-        return self._output_validator
 
 
 class _ToolGoneError(Exception):
@@ -192,19 +123,14 @@ class ToolManager:
         self.logger = logging.getLogger("argentic_tools.manager")
         self.log_level = parse_log_level(log_level)
         self.logger.setLevel(self.log_level)
-        self.tools_by_id: dict[str, dict[str, Any]] = {}
-        self.tools_by_name: dict[str, dict[str, Any]] = {}
-        self._entries: dict[str, _Entry] = {}
-        self._by_name: dict[str, list[_Entry]] = {}
-        self._round_robin = 0
+        self._registry = ToolRegistry()
+        self.tools_by_id: dict[str, dict[str, Any]] = self._registry.tools_by_id
+        self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
         self._pending: dict[str, _Pending] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._drops = DropLog(self.logger)
         self._background: set[asyncio.Task[None]] = set()
-        self._prompt_cache: str | None = None
-        self._export_cache: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         self._pump = ObservationPump(recorder) if recorder is not None else None
-        self._registry_waiters: set[asyncio.Future[None]] = set()
         self._initialised = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -285,7 +211,7 @@ class ToolManager:
 
     def get_tool_names(self) -> list[str]:
         """Names of all registered tools (each name once)."""
-        return list(self._by_name)
+        return self._registry.names()
 
     def get_available_tools(
         self,
@@ -293,25 +219,15 @@ class ToolManager:
         tags: Iterable[str] | None = None,
     ) -> list[ToolInfo]:
         """Registered tools enabled for a thread and carrying all of ``tags`` (one per name)."""
-        wanted = set(tags or ())
-        found = []
-        for name, entries in self._by_name.items():
-            info = entries[0].info
-            if wanted and not wanted.issubset(info.tags):
-                continue
-            if not self.policy.is_enabled(name, enabled_for_thread_id):
-                continue
-            found.append(info)
-        return found
+        return [
+            info
+            for info in matching(self._registry.first_per_name(), tags)
+            if self.policy.is_enabled(info.name, enabled_for_thread_id)
+        ]
 
     def generate_tool_descriptions_for_prompt(self) -> str:
         """JSON list of ``{tool_id, name, description, parameters}`` for an LLM prompt."""
-        if self._prompt_cache is None:
-            self._prompt_cache = json.dumps(
-                [prompt_entry(entries[0].info) for entries in self._by_name.values()],
-                ensure_ascii=False,
-            )
-        return self._prompt_cache
+        return self._registry.prompt_json()
 
     def export_tools(
         self,
@@ -331,13 +247,7 @@ class ToolManager:
 
         """
         if thread_id is None and not tags:
-            key = (fmt, strict)
-            cached = self._export_cache.get(key)
-            if cached is None:
-                cached = self._export_cache[key] = export(
-                    (entries[0].info for entries in self._by_name.values()), fmt, strict=strict
-                )
-            return cached
+            return self._registry.export(fmt, strict)
         return export(self.get_available_tools(thread_id, tags), fmt, strict=strict)
 
     def get_tools_description(self) -> str:
@@ -352,14 +262,7 @@ class ToolManager:
 
         """
         async with asyncio.timeout(timeout):
-            while True:
-                entry = self._entries.get(tool_name_or_id)
-                entries = self._by_name.get(tool_name_or_id)
-                if entry is None and entries:
-                    entry = entries[0]
-                if entry is not None:
-                    return entry.info
-                await self._registry_changed()
+            return await self._registry.wait_for(tool_name_or_id)
 
     async def wait_for_tool_removed(self, tool_id: str, timeout: float | None = None) -> None:
         """Wait until the tool with id ``tool_id`` is no longer registered.
@@ -369,10 +272,9 @@ class ToolManager:
 
         """
         async with asyncio.timeout(timeout):
-            while tool_id in self._entries:
-                await self._registry_changed()
+            await self._registry.wait_removed(tool_id)
 
-    async def _send(self, entry: _Entry, task: bytes) -> None:
+    async def _send(self, entry: Entry, task: bytes) -> None:
         """Publish a task on a connection the tool is known to be subscribed on.
 
         After the manager's connection is re-established (the broker may have restarted
@@ -381,48 +283,15 @@ class ToolManager:
         """
         tool_id = entry.info.id
         while True:
-            current = self._entries.get(tool_id)
+            current = self._registry.get(tool_id)
             if current is None:
                 raise _ToolGoneError
             if current.epoch is not None and current.epoch < self.messager.connections:
-                await self._registry_changed()
+                await self._registry.changed()
                 continue
             await self.messager.publish(self.topics.call(tool_id), task)
             if current.epoch is None or current.epoch >= self.messager.connections:
                 return
-
-    async def _registry_changed(self) -> None:
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._registry_waiters.add(waiter)
-        try:
-            await waiter
-        finally:
-            self._registry_waiters.discard(waiter)
-
-    def _notify_registry_changed(self) -> None:
-        self._prompt_cache = None
-        self._export_cache.clear()
-        for waiter in self._registry_waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def _lookup(self, tool_name_or_id: str) -> _Entry | None:
-        entry = self._entries.get(tool_name_or_id)
-        if entry is not None:
-            return entry
-        entries = self._by_name.get(tool_name_or_id)
-        if not entries:
-            # LLMs call tools by the provider-safe name the exports gave them.
-            entries = next(
-                (e for name, e in self._by_name.items() if provider_name(name) == tool_name_or_id),
-                None,
-            )
-            if not entries:
-                return None
-        if len(entries) == 1:
-            return entries[0]
-        self._round_robin += 1
-        return entries[self._round_robin % len(entries)]
 
     def _on_register_topic(self, message: IncomingMessage) -> None:
         try:
@@ -433,7 +302,7 @@ class ToolManager:
         if isinstance(parsed, RegisterToolMessage):
             self._handle_register(parsed)
         elif isinstance(parsed, UnregisterToolMessage):
-            entry = self._entries.get(parsed.tool_id)
+            entry = self._registry.get(parsed.tool_id)
             if entry is None:
                 self.logger.debug("unregistration of unknown tool id %s", parsed.tool_id)
             elif parsed.source is not None and entry.info.source not in (None, parsed.source):
@@ -445,7 +314,7 @@ class ToolManager:
             else:
                 self._remove(entry, "unregistered")
         elif isinstance(parsed, ClientOfflineMessage):
-            for entry in [e for e in self._entries.values() if e.info.source == parsed.source]:
+            for entry in self._registry.from_source(parsed.source):
                 self._remove(entry, "offline")
             # Calls to tools that already unregistered but were still finishing.
             self._fail_pending(lambda p: p.source == parsed.source)
@@ -453,128 +322,52 @@ class ToolManager:
             self._drops.drop(message.topic, f"unexpected {parsed.type} message")
 
     def _handle_register(self, reg: RegisterToolMessage) -> None:
-        name, source = reg.tool_name, reg.source
-        problem = tool_name_problem(name)
-        spec = reg.tool_spec
-        schema: Any
-        if problem is None:
-            if spec is not None and spec.input_schema:
-                schema = spec.input_schema
-            else:
-                try:
-                    schema = json.loads(reg.tool_api or "{}")
-                except json.JSONDecodeError as exc:
-                    problem = f"tool_api is not valid JSON: {exc}"
-        if problem is None and not isinstance(schema, dict):
-            problem = "the argument schema must be a JSON object"
-        validator: SchemaValidator | None = None
-        if problem is None:
-            try:
-                # Compiled once here, at registration, and kept for every call.
-                validator = compiled_validator(schema or {"type": "object", "properties": {}})
-            except ValueError as exc:
-                problem = str(exc)
-        tool_id = reg.tool_id
-        if problem is None and tool_id is not None:
-            holder = self._entries.get(tool_id)
-            if not is_valid_tool_id(tool_id):
-                problem = f"tool id {tool_id!r} is not a valid topic level"
-            elif holder is not None and (holder.info.name, holder.info.source) != (name, source):
-                problem = (
-                    f"tool id {tool_id} is already used by tool {holder.info.name!r} "
-                    f"from {holder.info.source}"
-                )
-        if problem is not None:
-            self._drops.drop(self.topics.register, f"registration of {name!r} refused: {problem}")
+        try:
+            entry, is_new, replaced = self._registry.admit(reg, self.messager.connections)
+        except RegistrationRefusedError as exc:
+            self._drops.drop(
+                self.topics.register, f"registration of {reg.tool_name!r} refused: {exc}"
+            )
             self._spawn(
                 self._publish_status(
                     ToolRegistrationErrorMessage(
                         source=self.messager.client_id,
-                        tool_name=str(name),
-                        error=problem,
-                        tool_id=tool_id,
-                        target=source,
+                        tool_name=str(reg.tool_name),
+                        error=str(exc),
+                        tool_id=reg.tool_id,
+                        target=reg.source,
                     )
                 )
             )
             return
-        if tool_id is None:
-            same = [e for e in self._by_name.get(name, ()) if e.info.source == source]
-            if same:
-                tool_id = same[0].info.id
-            elif source:
-                tool_id = str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x00{name}"))
-            else:
-                tool_id = str(uuid.uuid4())
-        for stale in [
-            e
-            for e in self._by_name.get(name, ())
-            if e.info.source == source and e.info.id != tool_id
-        ]:
-            self._remove(stale, "replaced")
-        info = ToolInfo(
-            id=tool_id,
-            name=name,
-            description=reg.tool_manual or (spec.description if spec else ""),
-            input_schema=schema or {"type": "object", "properties": {}},
-            output_schema=spec.output_schema if spec else None,
-            tags=tuple(spec.tags) if spec else (),
-            examples=tuple(spec.examples) if spec else (),
-            source=source,
-            registered_at=datetime.now(UTC).isoformat(),
-            metadata=dict(spec.metadata) if spec else {},
-        )
-        previous = self._entries.get(tool_id)
-        ready_at = 0.0
-        if reg.protocol is None:
-            ready_at = (
-                previous.ready_at
-                if previous is not None
-                else (asyncio.get_running_loop().time() + LEGACY_SETTLE_SECONDS)
-            )
-        entry = _Entry(info, ready_at, self.messager.connections)
-        entry._validator = validator
-        if reg.protocol is None:
-            entry.epoch = None
-        if previous is not None:
-            self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
-        else:
-            self._by_name.setdefault(name, []).append(entry)
-            self.logger.info("registered tool %r as %s (from %s)", name, tool_id, source)
-        self._entries[tool_id] = entry
-        self.tools_by_id[tool_id] = entry.public
-        self.tools_by_name[name] = self._by_name[name][0].public
-        self._notify_registry_changed()
+        for old in replaced:
+            self._announce_removal(old.info, "replaced")
+        info = entry.info
+        if is_new:
+            self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
         self._spawn(
             self._publish_status(
                 ToolRegisteredMessage(
                     source=self.messager.client_id,
-                    tool_id=tool_id,
-                    tool_name=name,
-                    target=source,
+                    tool_id=info.id,
+                    tool_name=info.name,
+                    target=info.source,
                 )
             )
         )
 
-    def _remove(self, entry: _Entry, reason: str) -> None:
-        info = entry.info
-        if self._entries.get(info.id) is not entry:
+    def _remove(self, entry: Entry, reason: str) -> None:
+        if not self._registry.remove(entry):
             return
-        del self._entries[info.id]
-        self.tools_by_id.pop(info.id, None)
-        remaining = [e for e in self._by_name.get(info.name, ()) if e is not entry]
-        if remaining:
-            self._by_name[info.name] = remaining
-            self.tools_by_name[info.name] = remaining[0].public
-        else:
-            self._by_name.pop(info.name, None)
-            self.tools_by_name.pop(info.name, None)
-        self._notify_registry_changed()
-        self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
+        info = entry.info
         if reason == "offline":
             # An unregistering tool finishes its in-flight calls (graceful shutdown);
             # a dead one never will.
             self._fail_pending(lambda pending: pending.tool_id == info.id)
+        self._announce_removal(info, reason)
+
+    def _announce_removal(self, info: ToolInfo, reason: str) -> None:
+        self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
         self._spawn(
             self._publish_status(
                 ToolUnregisteredMessage(
@@ -703,7 +496,7 @@ class ToolManager:
         context: CallContext | None,
         started: float,
     ) -> ToolResult:
-        entry = self._lookup(name)
+        entry = self._registry.lookup(name)
         if entry is None:
             return self._error(
                 task_id,

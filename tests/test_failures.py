@@ -111,7 +111,7 @@ async def test_two_processes_with_the_same_tool_name_are_both_served(
         with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as second:
             with anyio.fail_after(15):
                 while len([t for t in manager.tools_by_id.values() if t["name"] == "whoami"]) < 2:
-                    await manager._registry_changed()
+                    await manager._registry.changed()
             ids = {tid for tid, t in manager.tools_by_id.items() if t["name"] == "whoami"}
             assert len(ids) == 2 and first_id in ids
             pids = set()

@@ -1,0 +1,307 @@
+"""The manager's registry: which tools exist, under which ids, served by whom.
+
+Pure state and decisions, no messaging: :class:`ToolRegistry` admits or refuses a
+registration (name, schema, id), assigns ids, keeps several instances of one name,
+resolves a name to an instance, and lets callers wait for changes. The
+:class:`~argentic_tools.ToolManager` turns its decisions into MQTT messages.
+"""
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ._exports import export, prompt_entry, provider_name
+from ._messages import RegisterToolMessage
+from ._schema import SchemaValidator, compiled_validator
+from ._topics import is_valid_tool_id, tool_name_problem
+
+_ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
+_EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+
+LEGACY_SETTLE_SECONDS = 0.3
+"""Plain Argentic tools subscribe to their call topic only after our confirmation reaches
+them; calls to a freshly registered one wait this long so that the first is not lost."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """A registered tool, as listed by :meth:`ToolManager.get_available_tools`."""
+
+    id: str
+    """Tool id (topic level of its call and response topics)."""
+    name: str
+    """Tool name."""
+    description: str
+    """What the tool does."""
+    input_schema: dict[str, Any]
+    """JSON Schema of the arguments."""
+    output_schema: dict[str, Any] | None
+    """JSON Schema of a successful result, when declared."""
+    tags: tuple[str, ...]
+    """Discovery tags."""
+    examples: tuple[dict[str, Any], ...]
+    """Example calls."""
+    source: str | None
+    """Client id of the process serving the tool."""
+    registered_at: str
+    """ISO 8601 time of the (latest) registration."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Implementation metadata, e.g. ``max_concurrency``."""
+
+
+class RegistrationRefusedError(ValueError):
+    """A registration cannot be admitted; the message says why."""
+
+
+class Entry:
+    """One registered tool instance and what calls to it need."""
+
+    __slots__ = ("epoch", "info", "public", "ready_at", "validator")
+
+    def __init__(
+        self, info: ToolInfo, validator: SchemaValidator, ready_at: float, epoch: int | None
+    ) -> None:
+        self.info = info
+        self.validator = validator
+        """The argument schema, compiled at registration."""
+        self.ready_at = ready_at
+        """Loop time before which calls wait (plain Argentic tools only; else 0)."""
+        self.epoch = epoch
+        """Manager connection count when the tool last registered; None for plain Argentic
+        tools, which never register again by themselves."""
+        self.public: dict[str, Any] = {
+            "id": info.id,
+            "name": info.name,
+            "description": info.description,
+            "parameters": json.dumps(info.input_schema, separators=(",", ":")),
+            "registered_at": info.registered_at,
+            "source_client_id": info.source,
+            "tags": list(info.tags),
+        }
+
+    @property
+    def output_validator(self) -> SchemaValidator | None:
+        """The output schema, compiled on first use (None when the tool declares none)."""
+        schema = self.info.output_schema
+        return None if schema is None else compiled_validator(schema)
+
+
+class ToolRegistry:
+    """Tools by id and by name; a name may be served by several instances."""
+
+    def __init__(self) -> None:
+        self.tools_by_id: dict[str, dict[str, Any]] = {}
+        """Argentic's view: tool id to ``{id, name, description, parameters, ...}``."""
+        self.tools_by_name: dict[str, dict[str, Any]] = {}
+        """Argentic's view: tool name to the first instance's dictionary."""
+        self._entries: dict[str, Entry] = {}
+        self._by_name: dict[str, list[Entry]] = {}
+        self._round_robin = 0
+        self._waiters: set[asyncio.Future[None]] = set()
+        self._prompt_cache: str | None = None
+        self._export_cache: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+
+    # -- reading -------------------------------------------------------------
+
+    def names(self) -> list[str]:
+        """Registered names, each once."""
+        return list(self._by_name)
+
+    def first_per_name(self) -> Iterator[ToolInfo]:
+        """One instance per name, the longest-registered one."""
+        return (entries[0].info for entries in self._by_name.values())
+
+    def get(self, tool_id: str) -> Entry | None:
+        """The instance with this id."""
+        return self._entries.get(tool_id)
+
+    def from_source(self, source: str | None) -> list[Entry]:
+        """Every instance served by the process with this client id."""
+        return [e for e in self._entries.values() if e.info.source == source]
+
+    def find(self, tool_name_or_id: str) -> Entry | None:
+        """The instance with this id, else the first one with this name (no rotation)."""
+        entry = self._entries.get(tool_name_or_id)
+        if entry is None:
+            entries = self._by_name.get(tool_name_or_id)
+            entry = entries[0] if entries else None
+        return entry
+
+    def lookup(self, tool_name_or_id: str) -> Entry | None:
+        """The instance to call: by id, by name (rotating), or by provider-safe name.
+
+        LLMs call tools by the provider-safe name the exports gave them.
+        """
+        entry = self._entries.get(tool_name_or_id)
+        if entry is not None:
+            return entry
+        entries = self._by_name.get(tool_name_or_id)
+        if not entries:
+            entries = next(
+                (e for name, e in self._by_name.items() if provider_name(name) == tool_name_or_id),
+                None,
+            )
+            if not entries:
+                return None
+        if len(entries) == 1:
+            return entries[0]
+        self._round_robin += 1
+        return entries[self._round_robin % len(entries)]
+
+    def prompt_json(self) -> str:
+        """Document 004's prompt JSON, rebuilt only when the registry changed."""
+        if self._prompt_cache is None:
+            self._prompt_cache = json.dumps(
+                [prompt_entry(info) for info in self.first_per_name()], ensure_ascii=False
+            )
+        return self._prompt_cache
+
+    def export(self, fmt: str, strict: bool) -> list[dict[str, Any]]:
+        """Every name exported in ``fmt``, rebuilt only when the registry changed."""
+        key = (fmt, strict)
+        cached = self._export_cache.get(key)
+        if cached is None:
+            cached = self._export_cache[key] = export(self.first_per_name(), fmt, strict=strict)
+        return cached
+
+    # -- changing ------------------------------------------------------------
+
+    def admit(self, reg: RegisterToolMessage, epoch: int) -> tuple[Entry, bool, list[Entry]]:
+        """Admit a registration, or refuse it.
+
+        The proposed ``tool_id`` is kept when valid and not another tool's; without
+        one, a tool keeps its id, or gets one derived from its source and name, so
+        several managers agree on it.
+
+        Returns:
+            The entry, whether it is new (not a re-registration), and the entries it
+            replaces (the same process's tool under another id), already removed.
+
+        Raises:
+            RegistrationRefusedError: Bad name, schema or id; the message says which.
+
+        """
+        name, source, spec = reg.tool_name, reg.source, reg.tool_spec
+        problem = tool_name_problem(name)
+        if problem:
+            raise RegistrationRefusedError(problem)
+        if spec is not None and spec.input_schema:
+            schema: Any = spec.input_schema
+        else:
+            try:
+                schema = json.loads(reg.tool_api or "{}")
+            except json.JSONDecodeError as exc:
+                raise RegistrationRefusedError(f"tool_api is not valid JSON: {exc}") from None
+        if not isinstance(schema, dict):
+            raise RegistrationRefusedError("the argument schema must be a JSON object")
+        schema = schema or _EMPTY_OBJECT
+        try:
+            validator = compiled_validator(schema)
+        except ValueError as exc:
+            raise RegistrationRefusedError(str(exc)) from None
+        tool_id = reg.tool_id
+        if tool_id is not None:
+            holder = self._entries.get(tool_id)
+            if not is_valid_tool_id(tool_id):
+                raise RegistrationRefusedError(f"tool id {tool_id!r} is not a valid topic level")
+            if holder is not None and (holder.info.name, holder.info.source) != (name, source):
+                raise RegistrationRefusedError(
+                    f"tool id {tool_id} is already used by tool {holder.info.name!r} "
+                    f"from {holder.info.source}"
+                )
+        same_source = [e for e in self._by_name.get(name, ()) if e.info.source == source]
+        if tool_id is None:
+            if same_source:
+                tool_id = same_source[0].info.id
+            elif source:
+                tool_id = str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x00{name}"))
+            else:
+                tool_id = str(uuid.uuid4())
+        replaced = [e for e in same_source if e.info.id != tool_id and self.remove(e)]
+        info = ToolInfo(
+            id=tool_id,
+            name=name,
+            description=reg.tool_manual or (spec.description if spec else ""),
+            input_schema=schema,
+            output_schema=spec.output_schema if spec else None,
+            tags=tuple(spec.tags) if spec else (),
+            examples=tuple(spec.examples) if spec else (),
+            source=source,
+            registered_at=datetime.now(UTC).isoformat(),
+            metadata=dict(spec.metadata) if spec else {},
+        )
+        previous = self._entries.get(tool_id)
+        if reg.protocol is None:
+            ready_at = (
+                previous.ready_at
+                if previous is not None
+                else (asyncio.get_running_loop().time() + LEGACY_SETTLE_SECONDS)
+            )
+            entry = Entry(info, validator, ready_at, None)
+        else:
+            entry = Entry(info, validator, 0.0, epoch)
+        if previous is not None:
+            self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
+        else:
+            self._by_name.setdefault(name, []).append(entry)
+        self._entries[tool_id] = entry
+        self.tools_by_id[tool_id] = entry.public
+        self.tools_by_name[name] = self._by_name[name][0].public
+        self._changed()
+        return entry, previous is None, replaced
+
+    def remove(self, entry: Entry) -> bool:
+        """Remove this instance; False when it was no longer registered."""
+        info = entry.info
+        if self._entries.get(info.id) is not entry:
+            return False
+        del self._entries[info.id]
+        self.tools_by_id.pop(info.id, None)
+        remaining = [e for e in self._by_name.get(info.name, ()) if e is not entry]
+        if remaining:
+            self._by_name[info.name] = remaining
+            self.tools_by_name[info.name] = remaining[0].public
+        else:
+            self._by_name.pop(info.name, None)
+            self.tools_by_name.pop(info.name, None)
+        self._changed()
+        return True
+
+    # -- waiting -------------------------------------------------------------
+
+    async def changed(self) -> None:
+        """Return at the next registration or removal."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            self._waiters.discard(waiter)
+
+    async def wait_for(self, tool_name_or_id: str) -> ToolInfo:
+        """Return the tool once one with this name or id is registered."""
+        while (entry := self.find(tool_name_or_id)) is None:
+            await self.changed()
+        return entry.info
+
+    async def wait_removed(self, tool_id: str) -> None:
+        """Return once no tool has this id."""
+        while tool_id in self._entries:
+            await self.changed()
+
+    def _changed(self) -> None:
+        self._prompt_cache = None
+        self._export_cache.clear()
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+def matching(infos: Iterable[ToolInfo], tags: Iterable[str] | None) -> Iterator[ToolInfo]:
+    """The tools carrying every one of ``tags``."""
+    wanted = set(tags or ())
+    return (info for info in infos if not wanted or wanted.issubset(info.tags))
