@@ -120,8 +120,10 @@ class ToolEndpoint:
             return
         self._stopped = True
         self.messager.remove_reconnect_hook(self._register)
+        # Each step on its own: a failed unsubscribe must not keep the router's reference.
         with contextlib.suppress(Exception):
             await self.messager.unsubscribe(self.topics.call(self.tool_id), self._on_task)
+        with contextlib.suppress(Exception):
             await _StatusRouter.of(self.messager, self.topics.status).remove(self)
         if announce and self.messager.is_connected():
             with contextlib.suppress(Exception):
