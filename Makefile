@@ -39,5 +39,9 @@ pytest: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/argentic-tools bench
 
+## soak: 20,000 calls under a fault schedule (tool kill, freeze, broker restart, dropped links)
+soak: $(STAMP)
+	$(BIN)/argentic-tools soak
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

@@ -61,7 +61,7 @@ from ._registry import ToolInfo
 from ._service import ToolService, serve_main
 from ._tool import BaseTool, FunctionTool, ToolContext, tool
 from ._topics import Topics
-from ._transport import BrokerURL, Messager
+from ._transport import BrokerURL, IncomingMessage, Messager
 
 try:
     __version__ = version("argentic-tools")
@@ -80,6 +80,7 @@ __all__ = [
     "ClientOfflineMessage",
     "FunctionTool",
     "InMemoryRecorder",
+    "IncomingMessage",
     "InputValidationError",
     "JsonLinesRecorder",
     "LogLevel",

@@ -550,14 +550,16 @@ async def _demo(args: argparse.Namespace, stop: StopRequest) -> int:
     return await run_demo(args)
 
 
-def _bench(args: argparse.Namespace) -> int:
+def _benchmark(args: argparse.Namespace) -> int:
+    """Run ``benchmarks.run`` (bench) or ``benchmarks.soak`` (soak) with the arguments as given."""
+    module = {"bench": "run", "soak": "soak"}[args.command]
     root = Path(__file__).resolve().parent.parent
-    if not (root / "benchmarks" / "run.py").is_file():
+    if not (root / "benchmarks" / f"{module}.py").is_file():
         raise CliError(
-            "the benchmarks are not installed with the package; run `argentic-tools bench` "
-            "from a source checkout of argentic-tools"
+            f"the benchmarks are not installed with the package; run `argentic-tools "
+            f"{args.command}` from a source checkout of argentic-tools"
         )
-    command = [sys.executable, "-m", "benchmarks.run", *args.bench_args]
+    command = [sys.executable, "-m", f"benchmarks.{module}", *args.bench_args]
     return subprocess.run(command, cwd=root).returncode  # noqa: S603
 
 
@@ -633,16 +635,15 @@ def build_parser() -> argparse.ArgumentParser:
     # Without --broker the demo starts the embedded broker instead of trying 1883.
     demo.set_defaults(run=_demo, log_level="WARNING", broker=None)
 
-    # No options of its own (prefix_chars matches none): every argument, --help included,
-    # goes to benchmarks.run as it is.
-    bench = commands.add_parser(
-        "bench",
-        help="run the benchmarks (from a source checkout)",
-        prefix_chars="+",
-        add_help=False,
-    )
-    bench.add_argument("bench_args", nargs=argparse.REMAINDER)
-    bench.set_defaults(sync=_bench, debug=False)
+    # No options of their own (prefix_chars matches none): every argument, --help
+    # included, goes to benchmarks.run or benchmarks.soak as it is.
+    for name, help_text in (
+        ("bench", "run the benchmarks (from a source checkout)"),
+        ("soak", "make calls under a fault schedule and check none is lost (source checkout)"),
+    ):
+        runner = commands.add_parser(name, help=help_text, prefix_chars="+", add_help=False)
+        runner.add_argument("bench_args", nargs=argparse.REMAINDER)
+        runner.set_defaults(sync=_benchmark, debug=False)
     return parser
 
 

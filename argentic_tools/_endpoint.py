@@ -50,7 +50,17 @@ if TYPE_CHECKING:
 logger = logging.getLogger("argentic_tools.tool")
 
 RECENT_TASKS = 4096
-"""How many recent task ids a tool remembers to refuse re-executing a redelivered task."""
+"""How many recent task ids a tool remembers to refuse re-executing a redelivered task.
+
+Task ids whose deadline has not passed are kept beyond this, up to RECENT_TASKS_LIMIT:
+past its deadline a redelivered task is refused anyway, so no task with a deadline can
+run twice while a tool holds fewer than RECENT_TASKS_LIMIT of them."""
+
+RECENT_TASKS_LIMIT = 65536
+"""Hard bound on the remembered task ids, deadlines or not."""
+
+KEPT_REPLIES_BYTES = 64 * 1024 * 1024
+"""Total size of the replies kept for resending; past it, only the task ids are kept."""
 
 CLOCK_SKEW_ALLOWANCE = 1.0
 """Seconds past a task's deadline before the tool declines to start it."""
@@ -74,7 +84,7 @@ class ToolEndpoint:
         self._refused: str | None = None
         self._limiter = asyncio.Semaphore(tool.max_concurrency) if tool.max_concurrency else None
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._recent: OrderedDict[str, Any] = OrderedDict()
+        self._recent = _RecentTasks()
         self._drops = DropLog(logger)
         self._stopped = False
         self._registration = b""
@@ -239,19 +249,14 @@ class ToolEndpoint:
         if task.deadline is not None and time.time() > task.deadline + CLOCK_SKEW_ALLOWANCE:
             self._drops.drop(message.topic, f"task {task.task_id} arrived after its deadline")
             return
-        self._remember(task.task_id, _RUNNING)
+        expires = 0.0 if task.deadline is None else task.deadline + CLOCK_SKEW_ALLOWANCE
+        self._recent.remember(task.task_id, _RUNNING, expires)
         self._start(task.task_id, self._serve(task), "serve")
 
     def _start(self, task_id: str, work: Coroutine[Any, Any, None], kind: str) -> None:
         runner = asyncio.create_task(work, name=f"tool:{self.tool.name}:{kind}:{task_id}")
         self._tasks[task_id] = runner
         runner.add_done_callback(lambda _: self._tasks.pop(task_id, None))
-
-    def _remember(self, task_id: str, value: Any) -> None:
-        self._recent[task_id] = value
-        self._recent.move_to_end(task_id)
-        while len(self._recent) > RECENT_TASKS:
-            self._recent.popitem(last=False)
 
     async def _serve(self, task: TaskMessage) -> None:
         reply: bytes
@@ -263,12 +268,12 @@ class ToolEndpoint:
                     reply = await self._run(task)
         except asyncio.CancelledError:
             reply = self._error(task, "cancelled before it finished", "cancelled")
-            self._remember(task.task_id, reply)
+            self._recent.finished(task.task_id, reply)
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(1):
                     await self._publish_reply(reply, task)
             raise
-        self._remember(task.task_id, reply if len(reply) <= KEEP_REPLY_BYTES else _DONE)
+        self._recent.finished(task.task_id, reply)
         await self._publish_reply(reply, task)
 
     async def _run(self, task: TaskMessage) -> bytes:
@@ -377,13 +382,65 @@ class ToolEndpoint:
         try:
             async with asyncio.timeout(patience):
                 await self.messager.publish(self.topics.response(self.tool_id), reply)
-        except (TimeoutError, BrokerError) as exc:
+        except TimeoutError:
+            logger.warning(
+                "tool %r: could not send the reply to task %s: no connection to the broker "
+                "within %.1f s",
+                self.tool.name,
+                task.task_id,
+                patience,
+            )
+        except BrokerError as exc:
             logger.warning(
                 "tool %r: could not send the reply to task %s: %s",
                 self.tool.name,
                 task.task_id,
                 exc,
             )
+
+
+class _RecentTasks:
+    """Task ids a tool has started, oldest first, with the reply to resend when known."""
+
+    __slots__ = ("_entries", "_kept_bytes")
+
+    def __init__(self) -> None:
+        # task id -> [state or reply, time after which a redelivery is refused anyway]
+        self._entries: OrderedDict[str, list[Any]] = OrderedDict()
+        self._kept_bytes = 0
+
+    def get(self, task_id: str) -> Any:
+        """``_RUNNING``, ``_DONE`` (reply not kept), the reply bytes, or None (not seen)."""
+        entry = self._entries.get(task_id)
+        return None if entry is None else entry[0]
+
+    def remember(self, task_id: str, state: Any, expires: float) -> None:
+        """Record a task that started; ``expires`` is 0 for a task without a deadline."""
+        self._entries[task_id] = [state, expires]
+        self._evict()
+
+    def finished(self, task_id: str, reply: bytes) -> None:
+        """Keep the reply of a finished task, within the size limits."""
+        entry = self._entries.get(task_id)
+        if entry is None:
+            return
+        size = len(reply)
+        if size <= KEEP_REPLY_BYTES and self._kept_bytes + size <= KEPT_REPLIES_BYTES:
+            entry[0] = reply
+            self._kept_bytes += size
+        else:
+            entry[0] = _DONE
+
+    def _evict(self) -> None:
+        entries = self._entries
+        now = time.time()
+        while len(entries) > RECENT_TASKS:
+            task_id, (state, expires) = next(iter(entries.items()))
+            if len(entries) <= RECENT_TASKS_LIMIT and expires > now:
+                return  # the oldest could still be redelivered and run: keep it
+            del entries[task_id]
+            if isinstance(state, bytes):
+                self._kept_bytes -= len(state)
 
 
 class _StatusRouter:

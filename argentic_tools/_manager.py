@@ -73,6 +73,9 @@ class _Pending:
     tool_id: str
     tool_name: str
     source: str | None
+    task: bytes
+    sent_on: int = 0
+    """Connection (``messager.connections``) the task was last published on; 0: not yet."""
 
 
 class ToolManager:
@@ -274,12 +277,16 @@ class ToolManager:
         async with asyncio.timeout(timeout):
             await self._registry.wait_removed(tool_id)
 
-    async def _send(self, entry: Entry, task: bytes) -> None:
+    async def _send(self, entry: Entry, task: bytes) -> int:
         """Publish a task on a connection the tool is known to be subscribed on.
 
         After the manager's connection is re-established (the broker may have restarted
         and lost every subscription), wait until the tool has registered again, and send
         again if the connection changed while publishing. Tools execute a task id once.
+
+        Returns:
+            The connection (``messager.connections``) the task went out on.
+
         """
         tool_id = entry.info.id
         while True:
@@ -289,9 +296,32 @@ class ToolManager:
             if current.epoch is not None and current.epoch < self.messager.connections:
                 await self._registry.changed()
                 continue
+            sent_on = self.messager.connections
             await self.messager.publish(self.topics.call(tool_id), task)
             if current.epoch is None or current.epoch >= self.messager.connections:
-                return
+                return sent_on
+
+    def _resend_lost(self, entry: Entry) -> None:
+        """Send again the tasks to a tool that went out on an earlier connection.
+
+        A broker restart loses the tasks and results it held, and a tool's
+        re-registration is the first sign it can receive again. The tool runs a task
+        id once: for a task it already ran it sends the recorded result again, and it
+        ignores one still running. Plain Argentic tools (no epoch) keep no such record
+        and are never sent a task twice.
+        """
+        epoch = entry.epoch
+        if epoch is None:
+            return
+        topic = self.topics.call(entry.info.id)
+        for pending in self._pending.values():
+            if (
+                pending.tool_id == entry.info.id
+                and 0 < pending.sent_on < epoch
+                and not pending.future.done()
+            ):
+                pending.sent_on = epoch
+                self._spawn(self._publish_quietly(topic, pending.task))
 
     def _on_register_topic(self, message: IncomingMessage) -> None:
         try:
@@ -345,6 +375,8 @@ class ToolManager:
         info = entry.info
         if is_new:
             self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
+        else:
+            self._resend_lost(entry)
         self._spawn(
             self._publish_status(
                 ToolRegisteredMessage(
@@ -402,7 +434,7 @@ class ToolManager:
             async with asyncio.timeout(10):
                 await self.messager.publish(topic, message)
         except (TimeoutError, BrokerError) as exc:
-            self.logger.warning("could not publish %s: %s", message.type, exc)
+            self.logger.warning("could not publish %s: %s", getattr(message, "type", "a task"), exc)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -584,14 +616,15 @@ class ToolManager:
             )
         )
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        self._pending[task_id] = _Pending(future, info.id, info.name, info.source)
+        pending = _Pending(future, info.id, info.name, info.source, payload)
+        self._pending[task_id] = pending
         try:
             async with asyncio.timeout(wait):
                 if entry.ready_at:
                     settle = entry.ready_at - asyncio.get_running_loop().time()
                     if settle > 0:
                         await asyncio.sleep(settle)
-                await self._send(entry, payload)
+                pending.sent_on = await self._send(entry, payload)
                 result = await future
         except TimeoutError:
             # Tell the tool to stop working on it; nobody will read the result.

@@ -193,6 +193,28 @@ def _guard_write_watch(client: aiomqtt.Client) -> None:
     paho.on_socket_unregister_write = unregister_write
 
 
+def _fail_pending_connect(client: aiomqtt.Client) -> Callable[..., None]:
+    """Paho's on_disconnect, also ending a connect attempt the peer cut before its CONNACK.
+
+    aiomqtt ignores a disconnection before the CONNACK, so the attempt would wait out
+    the whole connect timeout. That happens whenever something in front of the broker
+    (a relay, a load balancer, a TLS terminator) accepts the TCP connection while the
+    broker behind it is down: reconnecting after a broker restart then took 10 s.
+    """
+    original = client._client.on_disconnect
+
+    def on_disconnect(*args: Any) -> None:
+        connected = client._connected
+        if not connected.done():
+            connected.set_exception(
+                aiomqtt.MqttError("the connection was closed before the broker answered")
+            )
+        if original is not None:
+            original(*args)
+
+    return on_disconnect
+
+
 def _discard(client: aiomqtt.Client) -> None:
     # paho keeps the socket of a failed handshake open; close it so nothing leaks.
     paho = client._client
@@ -536,6 +558,7 @@ class Messager:
         # no task and no wait per message, which is most of a round trip's cost.
         client._client.on_message = self._on_paho_message
         client._client.on_publish = self._on_paho_publish(client._client.on_publish)
+        client._client.on_disconnect = _fail_pending_connect(client)
         where = f"{self.broker_address}:{self.port}"
         problem: str | None = None
         try:

@@ -101,7 +101,9 @@ class Mosquitto:
         return self.process.pid if self.process is not None else None
 
     def start(self) -> None:
-        self._tmp = tempfile.TemporaryDirectory(prefix="argentic-tools-bench-")
+        """Start mosquitto (again, after :meth:`kill`) and wait until it listens."""
+        if self._tmp is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="argentic-tools-bench-")
         workdir = Path(self._tmp.name)
         config = workdir / "mosquitto.conf"
         # As root, mosquitto would switch to user "mosquitto" and lose its log file.
@@ -128,6 +130,13 @@ class Mosquitto:
             return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return ""
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would end it: clients lose their connection without a word."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 5 s; removes the temporary directory."""

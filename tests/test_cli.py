@@ -126,7 +126,8 @@ async def served(manager: ToolManager, mosquitto: Mosquitto, prefix: str) -> Asy
 async def test_help_lists_every_command() -> None:
     completed = await run_cli("--help")
     assert completed.returncode == 0
-    for command in ("broker", "serve", "list", "call", "describe", "watch", "demo", "bench"):
+    commands = ("broker", "serve", "list", "call", "describe", "watch", "demo", "bench", "soak")
+    for command in commands:
         assert command in completed.stdout.decode()
 
 
@@ -438,11 +439,14 @@ async def test_an_unknown_log_level_is_a_usage_error() -> None:
     assert "unknown log level 'chatty'" in completed.stderr.decode()
 
 
-async def test_bench_hands_every_argument_to_benchmarks_run() -> None:
-    completed = await run_cli("bench", "--help")
-    if (ROOT / "benchmarks" / "run.py").is_file():
+@pytest.mark.parametrize(("command", "module"), [("bench", "run"), ("soak", "soak")])
+async def test_bench_and_soak_hand_every_argument_to_their_benchmark_module(
+    command: str, module: str
+) -> None:
+    completed = await run_cli(command, "--help")
+    if (ROOT / "benchmarks" / f"{module}.py").is_file():
         assert completed.returncode == 0, completed.stderr
-        assert "benchmarks.run" in completed.stdout.decode()
+        assert f"benchmarks.{module}" in completed.stdout.decode()
     else:
         assert completed.returncode == 2
         assert "from a source checkout" in one_error_line(completed)

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import pytest
 
 from argentic_tools import BrokerUnavailableError, BrokerURL, Messager, PayloadTooLargeError
@@ -61,6 +62,23 @@ async def test_unreachable_broker_raises_a_clear_error() -> None:
     with pytest.raises(BrokerUnavailableError, match=rf"127\.0\.0\.1:{port}"):
         await messager.connect()
     assert not messager.is_connected()
+
+
+async def test_a_connection_cut_before_the_connack_fails_the_attempt_at_once() -> None:
+    # A relay or load balancer in front of a stopped broker accepts TCP, then closes.
+    async def accept_and_close(stream: anyio.abc.SocketStream) -> None:
+        await stream.aclose()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, accept_and_close)
+        # Without the fix the attempt waits out the whole connect timeout.
+        messager = Messager(f"mqtt://127.0.0.1:{port}", connect_timeout=60)
+        with anyio.fail_after(20):
+            with pytest.raises(BrokerUnavailableError, match="closed before the broker answered"):
+                await messager.connect()
+        group.cancel_scope.cancel()
 
 
 async def test_connecting_twice_is_an_error(mosquitto: Mosquitto) -> None:
