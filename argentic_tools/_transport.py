@@ -41,8 +41,13 @@ _aiomqtt_logger.setLevel(logging.ERROR)
 
 _NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 
-MAX_UNACKED = 60_000
-"""QoS 1 publishes awaiting their PUBACK at once (MQTT message ids are 16-bit)."""
+MAX_UNACKED = 256
+"""QoS 1 publishes awaiting their PUBACK at once; more wait their turn.
+
+paho keeps about 1 KB per unacknowledged message (a record with its own lock and
+condition, and the packet). Unbounded, a burst of 10,000 calls held all of it at
+once: 6.6 KB per pending call against 3.9 KB with this window, and the burst took
+3.7 s against 2.8 s. On loopback a window of 64 already keeps the broker busy."""
 
 
 @dataclass(frozen=True, slots=True)
