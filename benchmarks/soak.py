@@ -93,6 +93,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--mosquitto", help="path of the mosquitto binary")
     parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="output folder")
     parser.add_argument("--keep-logs", type=Path, help="copy every process's log here")
+    parser.add_argument(
+        "--log-level", default="WARNING", help="of the manager and the tools (WARNING)"
+    )
     args = parser.parse_args(argv)
     args.fault_list = [f.strip() for f in args.faults.split(",") if f.strip()]
     unknown = [f for f in args.fault_list if f not in FAULTS]
@@ -187,7 +190,7 @@ class Soak:
             "--max-concurrency",
             "10000",
             "--log-level",
-            os.environ.get("SOAK_LOG", "WARNING"),
+            self.args.log_level,
         )
 
     async def _wait_listening(self, port: int, child: Child) -> None:
@@ -332,13 +335,13 @@ class Soak:
         manager_messager = Messager(
             f"mqtt://127.0.0.1:{self.manager_relay_port}",
             will_topic=None,
-            log_level=os.environ.get("SOAK_LOG", "ERROR"),
+            log_level=self.args.log_level,
         )
         async with observer, manager_messager:
             await observer.subscribe(self.topics.response_filter, self.count_result)
             manager = ToolManager(
                 manager_messager,
-                log_level=os.environ.get("SOAK_LOG", "ERROR"),
+                log_level=self.args.log_level,
                 register_topic=self.topics.register,
                 tool_call_topic_base=self.topics.call_base,
                 tool_response_topic_base=self.topics.response_base,

@@ -10,6 +10,7 @@ TCP_NODELAY is set on both sides so the relay adds no Nagle stall.
 import asyncio
 import signal
 import socket
+import struct
 import sys
 
 _CHUNK = 65536
@@ -52,7 +53,10 @@ async def serve(listen: int, upstream: int) -> None:
 
     def cut() -> None:
         for writer in list(open_writers):
-            writer.transport.abort()  # RST, no FIN: a dropped network, not a clean close
+            sock = writer.get_extra_info("socket")
+            if sock is not None:  # linger 0: close with a RST, as a dropped link ends
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
         open_writers.clear()
 
     stop = asyncio.Event()
