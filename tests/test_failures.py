@@ -3,6 +3,7 @@
 import asyncio
 import json
 import time
+from typing import Any
 
 import aiomqtt
 import anyio
@@ -212,3 +213,43 @@ async def test_a_redelivered_task_is_executed_at_most_once(
     assert [r["task_id"] for r in replies] == ["once", "once"]
     fresh = await manager.execute_tool("count", {})
     assert fresh.result == 2
+
+
+async def test_a_task_is_remembered_until_its_deadline_even_past_4096_newer_tasks(
+    manager: ToolManager, mosquitto: Mosquitto, tool_process: ToolProcess, topics: Topics
+) -> None:
+    from argentic_tools import TaskMessage
+
+    await ready(manager)
+    info = await manager.wait_for_tool("count", timeout=15)
+    deadline = time.time() + 600  # redeliverable for ten minutes: it must not run twice
+
+    def task(task_id: str) -> bytes:
+        return encode(
+            TaskMessage(
+                task_id=task_id,
+                tool_id=info.id,
+                tool_name="count",
+                arguments={},
+                deadline=deadline,
+            )
+        )
+
+    newer = 4100
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as peer:
+        await peer.subscribe(topics.response(info.id), qos=1)
+        await peer.publish(topics.call(info.id), task("early"), qos=1)
+        for i in range(newer):
+            await peer.publish(topics.call(info.id), task(f"newer-{i}"), qos=1)
+        await peer.publish(topics.call(info.id), task("early"), qos=1)
+        replies: dict[str, list[Any]] = {}
+        with anyio.fail_after(60):
+            async for message in peer.messages:
+                reply = json.loads(message.payload)  # type: ignore[arg-type]
+                replies.setdefault(reply["task_id"], []).append(reply["result"])
+                if len(replies.get("early", ())) == 2:
+                    break
+    # The second delivery of "early" got the recorded result: the tool ran it once.
+    assert replies["early"] == [1, 1]
+    fresh = await manager.execute_tool("count", {})
+    assert fresh.result == newer + 2
