@@ -163,11 +163,12 @@ def _matches(topic_filter: str, topic: str) -> bool:
 
 
 def _guard_write_watch(client: aiomqtt.Client) -> None:
-    """Register paho's write interest safely when its socket may close first.
+    """Register paho's write interest safely when it may be gone by the time it runs.
 
-    aiomqtt reads the socket's file descriptor when it *schedules* the watcher; after
-    a broker dies the socket can be closed before the watcher is added, and the event
-    loop then fails with EBADF. Here the descriptor is read, and checked, when it runs.
+    aiomqtt schedules the watcher from paho's callback and adds it later, unchecked.
+    By then the socket may be closed (after a broker died: the event loop fails with
+    EBADF), or paho may have written everything and withdrawn its interest, leaving a
+    watcher nobody removes, which fires for whatever socket reuses the descriptor.
     """
     paho = client._client
     loop = asyncio.get_running_loop()
@@ -180,9 +181,12 @@ def _guard_write_watch(client: aiomqtt.Client) -> None:
                 if not client._disconnected.done():
                     client._disconnected.set_exception(exc)
 
+        fd = sock.fileno()
+
         def add() -> None:
-            fd = sock.fileno()
-            if fd >= 0:
+            # Skip when paho has written everything and withdrawn its interest meanwhile
+            # (a watcher added now would never be removed), or when the socket closed.
+            if sock.fileno() == fd >= 0 and paho._registered_write and paho._sock is sock:
                 with contextlib.suppress(OSError, ValueError):
                     loop.add_writer(fd, on_writable)
 
@@ -564,6 +568,7 @@ class Messager:
         client._client.on_message = self._on_paho_message
         client._client.on_publish = self._on_paho_publish(client._client.on_publish)
         client._client.on_disconnect = _fail_pending_connect(client)
+        _guard_write_watch(client)
         where = f"{self.broker_address}:{self.port}"
         problem: str | None = None
         try:

@@ -249,7 +249,9 @@ async def test_a_task_is_remembered_until_its_deadline_even_past_4096_newer_task
                 replies.setdefault(reply["task_id"], []).append(reply["result"])
                 if len(replies.get("early", ())) == 2:
                     break
-    # The second delivery of "early" got the recorded result: the tool ran it once.
-    assert replies["early"] == [1, 1]
+    # The second delivery of "early" got the recorded result (tasks run concurrently, so
+    # its count is not necessarily 1), and the tool ran every task once.
+    first, second = replies["early"]
+    assert first == second
     fresh = await manager.execute_tool("count", {})
     assert fresh.result == newer + 2
