@@ -50,7 +50,12 @@ from ._messages import (
     UnregisterToolMessage,
     parse_message,
 )
-from ._service import ToolService, add_connection_arguments, tls_params_from
+from ._service import (
+    add_connection_arguments,
+    add_service_arguments,
+    service_from_args,
+    tls_params_from,
+)
 from ._tool import TOOL_ATTRIBUTE, BaseTool
 from ._topics import Topics
 from ._transport import BrokerURL, IncomingMessage, Messager
@@ -309,16 +314,7 @@ def _is_tool(value: Any, module: ModuleType) -> bool:
 
 async def _serve(args: argparse.Namespace, stop: StopRequest) -> int:
     tools = load_tools(args.tools)
-    service = ToolService(
-        args.broker,
-        tools,
-        topic_prefix=args.topic_prefix,
-        max_concurrency=args.max_concurrency,
-        grace_period=args.grace_period,
-        debug=args.debug,
-        tls_params=tls_params_from(args),
-        log_level=args.log_level,
-    )
+    service = service_from_args(args, tools, log_level=args.log_level)
     async with service:
         await stop.requested.wait()
     return EXIT_OK
@@ -600,10 +596,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODULE[:OBJECT]",
         help="a module (every tool in it) or MODULE:OBJECT (a tool or a list of tools)",
     )
-    serve.add_argument("--max-concurrency", type=int, default=64, help="calls at once per tool")
-    serve.add_argument(
-        "--grace-period", type=float, default=10.0, help="seconds in-flight calls get on stop"
-    )
+    add_service_arguments(serve)
     serve.set_defaults(run=_serve, graceful=True)
 
     listing = command("list", "list the registered tools")

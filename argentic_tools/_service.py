@@ -200,20 +200,8 @@ def tls_params_from(args: argparse.Namespace) -> dict[str, Any] | None:
     return params or None
 
 
-def serve_main(
-    tools: Sequence[Any],
-    argv: Sequence[str] | None = None,
-    *,
-    prog: str | None = None,
-    description: str | None = None,
-) -> None:
-    """Command line for a tool process: parse options and serve ``tools`` until stopped.
-
-    Exits with status 0 after SIGTERM/SIGINT, and with one clear line on
-    stderr and status 2 when the broker cannot be reached.
-    """
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    add_connection_arguments(parser)
+def add_service_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``--max-concurrency``, ``--grace-period`` and ``--tool-id`` options to ``parser``."""
     parser.add_argument(
         "--max-concurrency", type=int, default=64, help="calls served at once per tool"
     )
@@ -230,6 +218,51 @@ def serve_main(
         metavar="NAME=ID",
         help="pin a tool's id (for broker ACLs); repeatable",
     )
+
+
+def service_from_args(
+    args: argparse.Namespace, tools: Sequence[Any], **options: Any
+) -> ToolService:
+    """A ToolService for ``tools`` from parsed connection and service options.
+
+    Raises:
+        ValueError: A ``--tool-id`` is not ``NAME=ID``.
+
+    """
+    pinned = {}
+    for item in args.tool_id:
+        name, sep, tool_id = item.partition("=")
+        if not sep:
+            raise ValueError(f"--tool-id expects NAME=ID, got {item!r}")
+        pinned[name] = tool_id
+    return ToolService(
+        args.broker,
+        tools,
+        topic_prefix=args.topic_prefix,
+        max_concurrency=args.max_concurrency,
+        grace_period=args.grace_period,
+        tool_ids=pinned,
+        debug=args.debug,
+        tls_params=tls_params_from(args),
+        **options,
+    )
+
+
+def serve_main(
+    tools: Sequence[Any],
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str | None = None,
+    description: str | None = None,
+) -> None:
+    """Command line for a tool process: parse options and serve ``tools`` until stopped.
+
+    Exits with status 0 after SIGTERM/SIGINT, and with one clear line on
+    stderr and status 2 when the broker cannot be reached.
+    """
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_connection_arguments(parser)
+    add_service_arguments(parser)
     parser.add_argument("--debug", action="store_true", help="send tracebacks with failures")
     args = parser.parse_args(argv)
     try:
@@ -237,23 +270,8 @@ def serve_main(
     except ValueError as exc:
         parser.error(str(exc))
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    pinned = {}
-    for item in args.tool_id:
-        name, sep, tool_id = item.partition("=")
-        if not sep:
-            parser.error(f"--tool-id expects NAME=ID, got {item!r}")
-        pinned[name] = tool_id
     try:
-        service = ToolService(
-            args.broker,
-            tools,
-            topic_prefix=args.topic_prefix,
-            max_concurrency=args.max_concurrency,
-            grace_period=args.grace_period,
-            tool_ids=pinned,
-            debug=args.debug,
-            tls_params=tls_params_from(args),
-        )
+        service = service_from_args(args, tools)
         asyncio.run(service.run())
     except BrokerUnavailableError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -297,6 +297,28 @@ async def test_serve_of_a_list_serves_every_tool_in_the_list(
         await ready(manager, TEST_TOOLS)
 
 
+async def test_serve_pins_tool_ids_given_with_tool_id(
+    manager: ToolManager, mosquitto: Mosquitto, prefix: str
+) -> None:
+    spec, pin = "tests.tool_proc:echo", "--tool-id=echo=pinned-echo"
+    async with cli_process("serve", spec, pin, *connection(mosquitto.url, prefix)):
+        info = await manager.wait_for_tool("echo", timeout=TIMEOUT)
+        result = await manager.execute_tool("pinned-echo", {"message": "by id"}, timeout=10)
+    assert info.id == "pinned-echo"
+    assert result.result == "by id"
+
+
+async def test_serve_refuses_a_tool_id_without_a_name_with_one_line(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    spec = "tests.tool_proc:echo"
+    completed = await run_cli(
+        "serve", spec, "--tool-id", "pinned", *connection(mosquitto.url, prefix)
+    )
+    assert completed.returncode == 2
+    assert "--tool-id expects NAME=ID, got 'pinned'" in one_error_line(completed)
+
+
 async def test_sigint_stops_serve_after_unregistering_its_tools(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str
 ) -> None:
