@@ -148,6 +148,9 @@ class ToolManager:
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
         self._pending: dict[str, _Pending] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
+        # Calls sent on a connection before ``_lost_epoch``, by tool id, not yet re-sent.
+        self._lost: dict[str, list[_Pending]] = {}
+        self._lost_epoch = 0
         self._drops = DropLog(self.logger)
         self._background: set[asyncio.Task[None]] = set()
         self._pump = ObservationPump(recorder) if recorder is not None else None
@@ -307,6 +310,10 @@ class ToolManager:
         """
         tool_id = entry.info.id
         while True:
+            if not self.messager.is_connected():
+                # Decide after the reconnection: published the moment the connection is
+                # back, the task would go out again once the tool has re-registered.
+                await self.messager.wait_connected()
             current = self._registry.get(tool_id)
             if current is None:
                 raise _ToolGoneError
@@ -330,13 +337,17 @@ class ToolManager:
         epoch = entry.epoch
         if epoch is None:
             return
+        if self._lost_epoch != epoch:
+            # One pass over the pending calls per connection, not one per tool: after a
+            # broker restart every tool re-registers.
+            self._lost_epoch = epoch
+            self._lost = {}
+            for pending in self._pending.values():
+                if 0 < pending.sent_on < epoch:
+                    self._lost.setdefault(pending.tool_id, []).append(pending)
         topic = self.topics.call(entry.info.id)
-        for pending in self._pending.values():
-            if (
-                pending.tool_id == entry.info.id
-                and 0 < pending.sent_on < epoch
-                and not pending.future.done()
-            ):
+        for pending in self._lost.pop(entry.info.id, ()):
+            if not pending.future.done():
                 pending.sent_on = epoch
                 self._spawn(self._publish_quietly(topic, pending.task))
 
@@ -409,6 +420,7 @@ class ToolManager:
         if not self._registry.remove(entry):
             return
         info = entry.info
+        self._lost.pop(info.id, None)
         if reason == "offline":
             # An unregistering tool finishes its in-flight calls (graceful shutdown);
             # a dead one never will.

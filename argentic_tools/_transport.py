@@ -343,6 +343,10 @@ class Messager:
         """True while the connection to the broker is up."""
         return self._connected.is_set()
 
+    async def wait_connected(self) -> None:
+        """Return once the connection is up (at once when it is); bound it with a deadline."""
+        await self._connected.wait()
+
     async def __aenter__(self) -> Self:
         await self.connect()
         return self
