@@ -86,6 +86,22 @@ def _ratio_table(
     return lines
 
 
+def _rep_table(
+    rows: list[dict[str, Any]],
+    header: str,
+    cells: Callable[[dict[str, Any], dict[str, Any]], list[str]],
+) -> list[str]:
+    """A table with one row per repetition (``cells(result, metrics)``), then a blank line."""
+    columns = header.count("|") + 1
+    out = [f"| rep | {header} |", "|---" * (columns + 1) + "|"]
+    for r in rows:
+        if r["error"]:
+            out.append(f"| {r['rep']} | aborted: {r['error'][:100]} |" + " |" * (columns - 1))
+        else:
+            out.append(f"| {r['rep']} | " + " | ".join(cells(r, r["metrics"])) + " |")
+    return [*out, ""]
+
+
 def build_markdown(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     results: list[dict[str, Any]] = data["results"]
     cfg = data["config"]
@@ -179,24 +195,24 @@ def build_markdown(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             f"Each call is `wait({cfg['inflight_seconds']:g})`, all sent at once by one "
             "`get_tool_results` from a fresh manager process; RSS from /proc/self/status.",
             "",
-            "| rep | wall s | ok/total | failed or lost | RSS before MiB | RSS peak MiB | "
-            "VmHWM MiB | bytes per pending call |",
-            "|---|---|---|---|---|---|---|---|",
         ]
-        for r in rows:
-            m = r["metrics"]
-            if r["error"]:
-                out.append(f"| {r['rep']} | aborted: {r['error'][:100]} | | | | | | |")
-                continue
-            out.append(
-                f"| {r['rep']} | {fmt(m['wall_s'])} | {r['ok']}/{r['calls']} | "
-                f"{_failed([r])} | {fmt(m['rss_before_mib'], 1)} | {fmt(m['rss_peak_mib'], 1)} | "
-                f"{fmt(m['vm_hwm_mib'], 1)} | {fmt(m['bytes_per_pending'], 0)} |"
-            )
+        out += _rep_table(
+            rows,
+            "wall s | ok/total | failed or lost | RSS before MiB | RSS peak MiB | VmHWM MiB | "
+            "bytes per pending call",
+            lambda r, m: [
+                fmt(m["wall_s"]),
+                f"{r['ok']}/{r['calls']}",
+                _failed([r]),
+                fmt(m["rss_before_mib"], 1),
+                fmt(m["rss_peak_mib"], 1),
+                fmt(m["vm_hwm_mib"], 1),
+                fmt(m["bytes_per_pending"], 0),
+            ],
+        )
         lost = sum(r["failed"] for r in rows) + sum(1 for r in rows if r["error"])
         per_call = median(_metric(rows, "bytes_per_pending"))
         wall = median(_metric(rows, "wall_s"))
-        out.append("")
         verdicts.add(
             f"{cfg['inflight']} in-flight calls: none lost", f"{lost} lost", not lost and bool(rows)
         )
@@ -215,22 +231,21 @@ def build_markdown(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             "the process start (Popen) on; exports measured on their first call after the "
             "registrations (uncached) and again (cached).",
             "",
-            "| rep | all visible s | last one callable s | tools seen | prompt ms | prompt KiB | "
-            "openai export ms | openai cached ms |",
-            "|---|---|---|---|---|---|---|---|",
         ]
-        for r in rows:
-            m = r["metrics"]
-            if r["error"]:
-                out.append(f"| {r['rep']} | aborted: {r['error'][:100]} | | | | | | |")
-                continue
-            out.append(
-                f"| {r['rep']} | {fmt(m['visible_s'])} | {fmt(m['callable_s'])} | "
-                f"{m['tools_seen']}/{m['tools']} | {fmt(m['prompt_ms'])} | "
-                f"{fmt(m['prompt_bytes'] / 1024, 0)} | {fmt(m['openai_ms'])} | "
-                f"{fmt(m['openai_cached_ms'], 3)} |"
-            )
-        out.append("")
+        out += _rep_table(
+            rows,
+            "all visible s | last one callable s | tools seen | prompt ms | prompt KiB | "
+            "openai export ms | openai cached ms",
+            lambda r, m: [
+                fmt(m["visible_s"]),
+                fmt(m["callable_s"]),
+                f"{m['tools_seen']}/{m['tools']}",
+                fmt(m["prompt_ms"]),
+                fmt(m["prompt_bytes"] / 1024, 0),
+                fmt(m["openai_ms"]),
+                fmt(m["openai_cached_ms"], 3),
+            ],
+        )
         callable_s = median(_metric(rows, "callable_s"))
         any_failed = any(r["failed"] or r["error"] for r in rows)
         verdicts.add(
@@ -260,23 +275,20 @@ def build_markdown(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             "manager's own check (`SchemaValidator.problems`, what `execute_tool` runs before "
             "publishing) timed directly.",
             "",
-            "| rep | typed p50 ms | empty p50 ms | difference | validator: echo µs (% of echo "
-            "p50) | validator: typed µs (% of typed p50) | ok/total |",
-            "|---|---|---|---|---|---|---|",
         ]
-        for r in rows:
-            m = r["metrics"]
-            if r["error"]:
-                out.append(f"| {r['rep']} | aborted: {r['error'][:100]} | | | | | |")
-                continue
-            out.append(
-                f"| {r['rep']} | {fmt(m['typed_p50_ms'], 3)} | {fmt(m['empty_p50_ms'], 3)} | "
-                f"{fmt(m['e2e_delta_ms'], 3)} ms ({fmt(m['e2e_delta_pct'], 1)} %) | "
-                f"{fmt(m['validator_echo_us'], 1)} ({fmt(m['validator_echo_pct'], 1)} %) | "
-                f"{fmt(m['validator_typed_us'], 1)} ({fmt(m['validator_typed_pct'], 1)} %) | "
-                f"{r['ok']}/{r['calls']} |"
-            )
-        out.append("")
+        out += _rep_table(
+            rows,
+            "typed p50 ms | empty p50 ms | difference | validator: echo µs (% of echo p50) | "
+            "validator: typed µs (% of typed p50) | ok/total",
+            lambda r, m: [
+                fmt(m["typed_p50_ms"], 3),
+                fmt(m["empty_p50_ms"], 3),
+                f"{fmt(m['e2e_delta_ms'], 3)} ms ({fmt(m['e2e_delta_pct'], 1)} %)",
+                f"{fmt(m['validator_echo_us'], 1)} ({fmt(m['validator_echo_pct'], 1)} %)",
+                f"{fmt(m['validator_typed_us'], 1)} ({fmt(m['validator_typed_pct'], 1)} %)",
+                f"{r['ok']}/{r['calls']}",
+            ],
+        )
         pct = median(_metric(rows, "validator_typed_pct"))
         verdicts.add(
             "input validation (5 typed fields) < 5 % of the round trip",
