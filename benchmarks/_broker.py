@@ -56,17 +56,20 @@ def port_in_use(port: int) -> bool:
     return False
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float) -> None:
+def wait_for_port(
+    port: int, process: subprocess.Popen[bytes], timeout: float, name: str = "mosquitto"
+) -> None:
+    """Return once ``process`` listens on 127.0.0.1:``port``; BrokerError if it exits or not."""
     deadline = time.monotonic() + timeout
     while True:
         if process.poll() is not None:
-            raise BrokerError(f"mosquitto exited with status {process.returncode} at start")
+            raise BrokerError(f"{name} exited with status {process.returncode} at start")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise BrokerError(f"mosquitto does not listen on 127.0.0.1:{port}") from None
+                raise BrokerError(f"{name} does not listen on 127.0.0.1:{port}") from None
             time.sleep(0.02)
 
 
@@ -117,7 +120,7 @@ class Mosquitto:
             start_new_session=True,  # Ctrl-C reaches the runner only; it stops us
         )
         try:
-            _wait_for_port(self.port, self.process, timeout=10)
+            wait_for_port(self.port, self.process, timeout=10)
         except BaseException:
             self.stop()
             raise

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from argentic_tools import IncomingMessage, Messager, ToolManager, ToolResult, Topics
-from benchmarks._broker import Mosquitto, find_mosquitto, free_port, port_in_use
+from benchmarks._broker import Mosquitto, find_mosquitto, free_port, wait_for_port
 from benchmarks._procs import Child, Children
 from benchmarks.run import RESULTS_DIR, machine_info
 
@@ -193,26 +193,14 @@ class Soak:
             self.args.log_level,
         )
 
-    async def _wait_listening(self, port: int, child: Child) -> None:
-        async with asyncio.timeout(10):
-            while True:
-                if not child.alive():
-                    raise RuntimeError(f"{child.name} exited at start:\n{child.log_tail()}")
-                try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                except OSError:
-                    await asyncio.sleep(0.02)
-                    continue
-                writer.close()
-                return
-
     async def start(self) -> None:
         for name, port in (("manager", self.manager_relay_port), ("tool", self.tool_relay_port)):
             relay = self.children.python(
                 f"relay-{name}", "benchmarks.soak_proxy", str(port), str(self.broker.port)
             )
             self.relays[name] = relay
-            await self._wait_listening(port, relay)
+            assert relay.process is not None
+            await asyncio.to_thread(wait_for_port, port, relay.process, 10, relay.name)
         for slot in range(self.args.tools):
             self.slots.append(self._start_tool(slot))
 
@@ -242,7 +230,7 @@ class Soak:
             child = self.slots[victim]
             assert child.process is not None
             child.process.kill()
-            await asyncio.to_thread(child.process.wait)
+            await asyncio.to_thread(child.process.wait, 5)
             self.slots[victim] = self._start_tool(victim)
         elif kind == "freeze":
             pid = self.slots[victim].pid
@@ -565,11 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     machine = machine_info(binary, None)
     del machine["versions"]["argentic"]
-    port = free_port()
-    if port_in_use(port):  # pragma: no cover - a race with another process
-        print(f"error: port {port} was taken; run again", file=sys.stderr)
-        return 2
-    broker = Mosquitto(binary, port)
+    broker = Mosquitto(binary, free_port())
     children = Children()
     previous = signal.signal(signal.SIGTERM, _terminate)
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
