@@ -5,8 +5,19 @@ in the agent's process discovers them and calls them with deadlines, typed
 errors and Last-Will liveness.
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata as _metadata
 
+from ._agent.exports import ExportFormat
+from ._agent.info import ToolInfo
+from ._agent.manager import ToolManager
+from ._agent.observations import (
+    InMemoryRecorder,
+    JsonLinesRecorder,
+    Observation,
+    ObservationRecorder,
+)
+from ._agent.policy import AllToolsEnabled, ThreadToolPolicy, ToolPolicy
+from ._broker import EmbeddedBroker
 from ._errors import (
     BrokerError,
     BrokerUnavailableError,
@@ -27,8 +38,7 @@ from ._errors import (
     ValidationError,
 )
 from ._logging import LogLevel
-from ._manager import ToolManager
-from ._messages import (
+from ._protocol.messages import (
     PROTOCOL_VERSION,
     BaseMessage,
     CallContext,
@@ -40,6 +50,7 @@ from ._messages import (
     TaskResultMessage,
     TaskStatus,
     ToolCallRequest,
+    ToolCancelMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolResult,
@@ -48,24 +59,15 @@ from ._messages import (
     UnregisterToolMessage,
     parse_message,
 )
-from ._pipeline import (
-    AllToolsEnabled,
-    InMemoryRecorder,
-    JsonLinesRecorder,
-    Observation,
-    ObservationRecorder,
-    ThreadToolPolicy,
-    ToolPolicy,
-)
-from ._registry import ToolInfo
-from ._service import ToolService, serve_main
-from ._tool import BaseTool, FunctionTool, ToolContext, tool
-from ._topics import Topics
+from ._protocol.topics import Topics
+from ._tools.context import ToolContext
+from ._tools.definition import BaseTool, FunctionTool, tool
+from ._tools.service import ToolService, serve_main
 from ._transport import BrokerURL, IncomingMessage, Messager
 
 try:
-    __version__ = version("argentic-tools")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = _metadata.version("argentic-tools")
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0"
 
 __all__ = [
@@ -78,6 +80,8 @@ __all__ = [
     "BrokerUnavailableError",
     "CallContext",
     "ClientOfflineMessage",
+    "EmbeddedBroker",
+    "ExportFormat",
     "FunctionTool",
     "InMemoryRecorder",
     "IncomingMessage",
@@ -100,6 +104,7 @@ __all__ = [
     "ThreadToolPolicy",
     "ToolCallError",
     "ToolCallRequest",
+    "ToolCancelMessage",
     "ToolContext",
     "ToolDefinitionError",
     "ToolError",

@@ -1,5 +1,5 @@
 """``python -m argentic_tools``: the ``argentic-tools`` command line."""
 
-from ._cli import main
+from .cli import main
 
 raise SystemExit(main())

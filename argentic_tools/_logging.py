@@ -1,8 +1,10 @@
 """Log levels as Argentic names them, and rate-limited logging of dropped messages."""
 
 import logging
+import sys
 import time
 from enum import IntEnum
+from typing import Any
 
 
 class LogLevel(IntEnum):
@@ -40,7 +42,9 @@ class DropLog:
     counted and reported in one summary line when the next period starts.
     """
 
-    def __init__(self, logger: logging.Logger, burst: int = 20, period: float = 60.0) -> None:
+    def __init__(
+        self, logger: "logging.Logger | InstanceLogger", burst: int = 20, period: float = 60.0
+    ) -> None:
         self._logger = logger
         self._burst = burst
         self._period = period
@@ -68,3 +72,56 @@ class DropLog:
             return
         self._in_window += 1
         self._logger.log(level, "dropped message on %r: %s", topic, reason)
+
+
+class InstanceLogger(logging.LoggerAdapter[logging.Logger]):
+    """One object's view of a module logger, with a level of its own.
+
+    Setting the level of a manager or a connection changes what that object
+    logs, not the process's logging configuration: two managers in one process
+    keep their own levels, and no logger is created per object (named loggers
+    are never freed). Records carry ``extra`` (e.g. the MQTT client id).
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        level: "LogLevel | str | int" = LogLevel.INFO,
+        extra: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(logger, extra or {})
+        self.level = parse_log_level(level)
+
+    def setLevel(self, level: "LogLevel | str | int") -> None:  # noqa: N802 - logging's name
+        """Change this object's level."""
+        self.level = parse_log_level(level)
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - logging's name
+        """True when a record at ``level`` would be emitted by this object."""
+        return (
+            level >= self.level
+            and not self.logger.disabled
+            and not (logging.root.manager.disable >= level)
+        )
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        """Emit a record at ``level`` when this object's level allows it."""
+        if not self.isEnabledFor(level):
+            return
+        msg, options = self.process(msg, kwargs)
+        exc_info = options.get("exc_info")
+        if exc_info is True or (exc_info and not isinstance(exc_info, tuple | BaseException)):
+            exc_info = sys.exc_info()
+        elif isinstance(exc_info, BaseException):
+            exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+        record = self.logger.makeRecord(
+            self.logger.name,
+            level,
+            "(unknown file)",
+            0,
+            msg,
+            args,
+            exc_info or None,
+            extra=options.get("extra"),
+        )
+        self.logger.handle(record)

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from argentic_tools._schema import SchemaValidator
+from argentic_tools._protocol.validation import SchemaValidator
 from benchmarks._impls import Impl, Ours
 from benchmarks._procs import Children
 from benchmarks._stats import median, percentile

@@ -16,7 +16,7 @@ from argentic_tools import (
     ToolManager,
     Topics,
 )
-from argentic_tools._messages import encode
+from argentic_tools._protocol.messages import encode
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess, manager_for, messager_for, ready

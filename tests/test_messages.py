@@ -18,7 +18,7 @@ from argentic_tools import (
     ToolTimeoutError,
     parse_message,
 )
-from argentic_tools._messages import encode
+from argentic_tools._protocol.messages import encode
 
 
 def test_public_namespace_is_pinned() -> None:

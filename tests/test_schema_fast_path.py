@@ -6,7 +6,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from argentic_tools._schema import SchemaValidator, _fast_check
+from argentic_tools._protocol.validation import SchemaValidator, _fast_check
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -24,7 +24,7 @@ from argentic_tools import (
     Topics,
     tool,
 )
-from argentic_tools._tool import as_tool
+from argentic_tools._tools.definition import as_tool
 
 from .brokers import Mosquitto
 

@@ -26,11 +26,11 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from ._cli import CliError, manager_for, messager_from, shielded, stderr, stdout, topics_from
-from ._errors import BrokerUnavailableError
-from ._manager import ToolManager
-from ._messages import TaskErrorMessage, ToolCallRequest, ToolResult
-from ._transport import Messager
+from .._agent.manager import ToolManager
+from .._errors import BrokerUnavailableError
+from .._protocol.messages import TaskErrorMessage, ToolCallRequest, ToolResult
+from .._transport import Messager
+from .common import CliError, manager_for, messager_from, shielded, stderr, stdout, topics_from
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "calculator": ("calculate",),
@@ -159,7 +159,7 @@ async def _connect_or_embed(
             stack.push_async_callback(shielded, probe.disconnect)
             stdout.print(Text.assemble("Broker: ", (probe.url, "bold"), " (it answered)"))
             return probe, args.broker, False
-    from ._broker import EmbeddedBroker
+    from .._broker import EmbeddedBroker
 
     broker = EmbeddedBroker()
     try:

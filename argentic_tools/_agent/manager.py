@@ -10,26 +10,22 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from collections.abc import Coroutine, Iterable, Sequence
+from typing import Any
 
-from ._errors import BrokerError, PayloadTooLargeError, ProtocolError
-from ._exports import export
-from ._logging import DropLog, LogLevel, parse_log_level
-from ._messages import (
+import anyio
+
+from .._errors import BrokerError, PayloadTooLargeError, ProtocolError
+from .._lifecycle import AsyncResource, TaskSet
+from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
+from .._protocol.messages import (
     PROTOCOL_VERSION,
     CallContext,
     ClientOfflineMessage,
     ManagerOnlineMessage,
     RegisterToolMessage,
     TaskErrorMessage,
-    TaskMessage,
     TaskResultMessage,
-    TaskStatus,
     ToolCallRequest,
     ToolCancelMessage,
     ToolRegisteredMessage,
@@ -37,65 +33,30 @@ from ._messages import (
     ToolResult,
     ToolUnregisteredMessage,
     UnregisterToolMessage,
-    encode,
     parse_message,
 )
-from ._pipeline import (
-    AllToolsEnabled,
-    Observation,
-    ObservationPump,
-    ObservationRecorder,
-    ToolPolicy,
-)
-from ._registry import Entry, RegistrationRefusedError, ToolInfo, ToolRegistry, matching
-from ._schema import describe_problems
-from ._topics import (
+from .._protocol.topics import (
     DEFAULT_CALL_TOPIC_BASE,
     DEFAULT_REGISTER_TOPIC,
     DEFAULT_RESPONSE_TOPIC_BASE,
     DEFAULT_STATUS_TOPIC,
     Topics,
 )
-from ._transport import IncomingMessage, Messager
+from .._transport import IncomingMessage, Messager
+from .calls import CallBook, Pending, ToolGoneError, call_field
+from .exports import ExportFormat, export
+from .info import ToolInfo
+from .observations import Observation, ObservationPump, ObservationRecorder
+from .policy import AllToolsEnabled, ToolPolicy
+from .registry import Entry, RegistrationRefusedError, ToolRegistry, matching
 
-_REMEMBER_FINISHED = 10_000
+logger = logging.getLogger("argentic_tools.manager")
+
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits for its recorder to take the queued observations."""
 
 
-class _ToolGoneError(Exception):
-    """The tool left the registry while a call waited for it."""
-
-
-@dataclass(slots=True)
-class _Pending:
-    """A call from its check until its result: all a waiting call holds."""
-
-    future: "asyncio.Future[ToolResult]"
-    entry: Entry
-    task_id: str
-    arguments: Any
-    wait: float
-    """Seconds the caller waits."""
-    task: bytes
-    """The encoded task, for sending it again."""
-    sent_on: int = 0
-    """Connection (``messager.connections``) the task was last published on; 0: not yet."""
-
-    @property
-    def tool_id(self) -> str:
-        return self.entry.info.id
-
-    @property
-    def tool_name(self) -> str:
-        return self.entry.info.name
-
-    @property
-    def source(self) -> str | None:
-        return self.entry.info.source
-
-
-class ToolManager:
+class ToolManager(AsyncResource):
     """Registry of tools on the broker and the way to call them.
 
     Args:
@@ -140,34 +101,23 @@ class ToolManager:
         )
         self.default_timeout = default_timeout
         self.policy: ToolPolicy = policy or AllToolsEnabled()
-        self.logger = logging.getLogger("argentic_tools.manager")
         self.log_level = parse_log_level(log_level)
-        self.logger.setLevel(self.log_level)
+        self.logger = InstanceLogger(logger, self.log_level, {"client_id": messager.client_id})
         self._registry = ToolRegistry()
         self.tools_by_id: dict[str, dict[str, Any]] = self._registry.tools_by_id
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
-        self._pending: dict[str, _Pending] = {}
-        self._finished: OrderedDict[str, None] = OrderedDict()
-        # Calls sent on a connection before ``_lost_epoch``, by tool id, not yet re-sent.
-        self._lost: dict[str, list[_Pending]] = {}
-        self._lost_epoch = 0
+        self._calls = CallBook(self._registry, messager.client_id)
         self._drops = DropLog(self.logger)
-        self._background: set[asyncio.Task[None]] = set()
+        self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
         self._pump = ObservationPump(recorder) if recorder is not None else None
         self._initialised = False
 
     # -- lifecycle ------------------------------------------------------------
 
-    async def __aenter__(self) -> Self:
+    async def _open_resource(self) -> None:
         await self.async_init()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _close_resource(self) -> None:
         await self.aclose()
 
     async def async_init(self) -> None:
@@ -183,31 +133,41 @@ class ToolManager:
         if self._initialised:
             raise RuntimeError("this ToolManager is already initialised")
         self._initialised = True
-        await self.messager.subscribe(self.topics.register, self._on_register_topic)
-        await self.messager.subscribe(self.topics.response_filter, self._on_response)
-        self.messager.add_reconnect_hook(self._reconnected)
-        await self._announce()
+        try:
+            await self.messager.subscribe(self.topics.register, self._on_register_topic)
+            await self.messager.subscribe(self.topics.response_filter, self._on_response)
+            self.messager.add_reconnect_hook(self._reconnected)
+            await self._announce()
+        except BaseException:
+            # Leave nothing attached: a failed start is as if it never happened.
+            with anyio.CancelScope(shield=True):
+                await self._detach()
+            self._initialised = False
+            raise
 
     async def aclose(self) -> None:
         """Stop listening; pending calls end with an error saying the manager closed."""
         if not self._initialised:
             return
         self._initialised = False
-        self.messager.remove_reconnect_hook(self._reconnected)
-        for pending in list(self._pending.values()):
-            if not pending.future.done():
-                pending.future.set_exception(BrokerError("the ToolManager was closed"))
-        with contextlib.suppress(Exception):
-            await self.messager.unsubscribe(self.topics.register, self._on_register_topic)
-            await self.messager.unsubscribe(self.topics.response_filter, self._on_response)
-        for task in list(self._background):
-            task.cancel()
+        self._calls.fail(lambda _: True, BrokerError("the ToolManager was closed"))
+        await self._detach()
+        await self._background.aclose()
         if self._pump is not None:
             # Hand over what is queued, but a stuck recorder must not hang the shutdown.
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(RECORDER_CLOSE_SECONDS):
                     await self._pump.flush()
             await self._pump.close()
+
+    async def _detach(self) -> None:
+        self.messager.remove_reconnect_hook(self._reconnected)
+        for topic, handler in (
+            (self.topics.register, self._on_register_topic),
+            (self.topics.response_filter, self._on_response),
+        ):
+            with contextlib.suppress(Exception):
+                await self.messager.unsubscribe(topic, handler)
 
     async def flush_observations(self) -> None:
         """Wait until every observation so far has reached the recorder."""
@@ -228,7 +188,7 @@ class ToolManager:
     def set_log_level(self, level: LogLevel | str) -> None:
         """Change the manager's log level (``"DEBUG"``, ``LogLevel.INFO``, ...)."""
         self.log_level = parse_log_level(level)
-        self.logger.setLevel(self.log_level)
+        self.logger.setLevel(self.log_level)  # this manager's, not the process's
 
     # -- registry --------------------------------------------------------------
 
@@ -254,7 +214,7 @@ class ToolManager:
 
     def export_tools(
         self,
-        fmt: str = "openai",
+        fmt: ExportFormat = "openai",
         *,
         thread_id: str | None = None,
         tags: Iterable[str] | None = None,
@@ -316,7 +276,7 @@ class ToolManager:
                 await self.messager.wait_connected()
             current = self._registry.get(tool_id)
             if current is None:
-                raise _ToolGoneError
+                raise ToolGoneError
             if current.epoch is not None and current.epoch < self.messager.connections:
                 await self._registry.changed()
                 continue
@@ -328,28 +288,12 @@ class ToolManager:
     def _resend_lost(self, entry: Entry) -> None:
         """Send again the tasks to a tool that went out on an earlier connection.
 
-        A broker restart loses the tasks and results it held, and a tool's
-        re-registration is the first sign it can receive again. The tool runs a task
-        id once: for a task it already ran it sends the recorded result again, and it
-        ignores one still running. Plain Argentic tools (no epoch) keep no such record
-        and are never sent a task twice.
+        The tool runs a task id once: for a task it already ran it sends the recorded
+        result again, and it ignores one still running.
         """
-        epoch = entry.epoch
-        if epoch is None:
-            return
-        if self._lost_epoch != epoch:
-            # One pass over the pending calls per connection, not one per tool: after a
-            # broker restart every tool re-registers.
-            self._lost_epoch = epoch
-            self._lost = {}
-            for pending in self._pending.values():
-                if 0 < pending.sent_on < epoch:
-                    self._lost.setdefault(pending.tool_id, []).append(pending)
         topic = self.topics.call(entry.info.id)
-        for pending in self._lost.pop(entry.info.id, ()):
-            if not pending.future.done():
-                pending.sent_on = epoch
-                self._spawn(self._publish_quietly(topic, pending.task))
+        for pending in self._calls.lost(entry):
+            self._background.spawn(self._publish_quietly(topic, pending.task), "resend")
 
     def _on_register_topic(self, message: IncomingMessage) -> None:
         try:
@@ -375,7 +319,7 @@ class ToolManager:
             for entry in self._registry.from_source(parsed.source):
                 self._remove(entry, "offline")
             # Calls to tools that already unregistered but were still finishing.
-            self._fail_pending(lambda p: p.source == parsed.source)
+            self._calls.fail(lambda p: p.source == parsed.source)
         else:
             self._drops.drop(message.topic, f"unexpected {parsed.type} message")
 
@@ -420,11 +364,11 @@ class ToolManager:
         if not self._registry.remove(entry):
             return
         info = entry.info
-        self._lost.pop(info.id, None)
+        self._calls.drop_lost(info.id)
         if reason == "offline":
             # An unregistering tool finishes its in-flight calls (graceful shutdown);
             # a dead one never will.
-            self._fail_pending(lambda pending: pending.tool_id == info.id)
+            self._calls.fail(lambda pending: pending.tool_id == info.id)
         self._announce_removal(info, reason)
 
     def _announce_removal(self, info: ToolInfo, reason: str) -> None:
@@ -440,21 +384,6 @@ class ToolManager:
             )
         )
 
-    def _fail_pending(self, which: Callable[[_Pending], bool]) -> None:
-        for task_id, pending in list(self._pending.items()):
-            if which(pending) and not pending.future.done():
-                pending.future.set_result(
-                    self._error(
-                        task_id,
-                        pending.tool_id,
-                        pending.tool_name,
-                        None,
-                        f"Tool '{pending.tool_name}' went offline (its process disconnected) "
-                        "before answering.",
-                        "tool_offline",
-                    )
-                )
-
     async def _publish_status(self, message: Any) -> None:
         await self._publish_quietly(self.topics.status, message)
 
@@ -465,10 +394,8 @@ class ToolManager:
         except (TimeoutError, BrokerError) as exc:
             self.logger.warning("could not publish %s: %s", getattr(message, "type", "a task"), exc)
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._background.spawn(coro, "status")
 
     # -- results -----------------------------------------------------------------
 
@@ -482,26 +409,12 @@ class ToolManager:
         if not isinstance(result, TaskResultMessage | TaskErrorMessage):
             self._drops.drop(message.topic, f"expected a result, got a {result.type} message")
             return
-        pending = self._pending.get(result.task_id)
-        if pending is None or pending.future.done():
-            if result.task_id in self._finished or pending is not None:
-                self._drops.drop(
-                    message.topic,
-                    f"late or duplicate result for task {result.task_id}",
-                    logging.INFO,
-                )
-            else:
-                # Normal when several managers share a broker: it answers another's call.
-                self.logger.debug("result for unknown task %s on %s", result.task_id, message.topic)
-            return
-        if pending.tool_id != tool_id:
-            self._drops.drop(
-                message.topic,
-                f"result for task {result.task_id} arrived on "
-                f"tool {tool_id}'s topic, but the task went to {pending.tool_id}",
-            )
-            return
-        pending.future.set_result(result)
+        problem = self._calls.resolve(result, tool_id)
+        if problem is not None:
+            late = self._calls.is_finished(result.task_id)
+            self._drops.drop(message.topic, problem, logging.INFO if late else logging.WARNING)
+        elif result.task_id not in self._calls.pending:
+            self.logger.debug("result for unknown task %s on %s", result.task_id, message.topic)
 
     # -- calls -------------------------------------------------------------------
 
@@ -538,10 +451,11 @@ class ToolManager:
         # One coroutine frame per call, and a pending call's state in one _Pending: with
         # thousands of calls in flight, every extra frame costs about 0.5 KB per call.
         started = time.perf_counter()
-        call = self._prepare(
-            tool_name_or_id, arguments, task_id_override, timeout, call_id, context
+        wait = self.default_timeout if timeout is None else timeout
+        call = self._calls.prepare(
+            tool_name_or_id, arguments, task_id_override, wait, call_id, context, self.policy
         )
-        if isinstance(call, _Pending):
+        if isinstance(call, Pending):
             try:
                 async with asyncio.timeout(call.wait):
                     ready_at = call.entry.ready_at
@@ -552,24 +466,25 @@ class ToolManager:
                     call.sent_on = await self._send(call.entry, call.task)
                     result: ToolResult = await call.future
             except TimeoutError:
-                result = self._timed_out(call)
-            except _ToolGoneError:
-                result = self._failed(
+                self._cancel_remote(call, f"timed out after {call.wait:g} s")
+                result = self._calls.timed_out(call)
+            except ToolGoneError:
+                result = self._calls.failed(
                     call, f"Tool '{call.tool_name}' went offline before answering.", "tool_offline"
                 )
             except PayloadTooLargeError as exc:
-                result = self._failed(
+                result = self._calls.failed(
                     call,
                     f"Tool '{call.tool_name}': the call is too large to send: {exc}",
                     "invalid_arguments",
                 )
             except BrokerError as exc:
-                result = self._failed(
+                result = self._calls.failed(
                     call, f"Tool '{call.tool_name}' could not be called: {exc}", "execution_error"
                 )
             finally:
-                self._forget(call.task_id)
-            result = self._checked(call, result)
+                self._calls.forget(call.task_id)
+            result = self._calls.checked(call, result)
         else:
             result = call
         result.duration_ms = (time.perf_counter() - started) * 1000
@@ -579,117 +494,8 @@ class ToolManager:
             self._observe(result, context)
         return result
 
-    def _prepare(
-        self,
-        name: str,
-        arguments: Any,
-        task_id_override: str | None,
-        timeout: float | None,
-        call_id: str | None,
-        context: CallContext | None,
-    ) -> "_Pending | TaskErrorMessage":
-        """Check a call and register it as pending, or say why it cannot be sent."""
-        task_id = task_id_override or str(uuid.uuid4())
-        entry = self._registry.lookup(name)
-        if entry is None:
-            return self._error(
-                task_id,
-                "unknown",
-                name,
-                arguments,
-                f"Tool '{name}' not found.",
-                "not_found",
-                details={"available": self.get_tool_names()},
-            )
-        info = entry.info
-        thread_id = context.thread_id if context else None
-        if not self.policy.is_enabled(info.name, thread_id):
-            return self._error(
-                task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}' is not enabled for thread '{thread_id}'.",
-                "not_enabled",
-            )
-        if not isinstance(arguments, dict):
-            kind = "a JSON string" if isinstance(arguments, str) else type(arguments).__name__
-            return self._error(
-                task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}': arguments must be a JSON object mapping parameter names "
-                f"to values, but {kind} came; pass the object itself, not a string.",
-                "invalid_arguments",
-                details=[{"path": "$", "message": "expected an object", "got": kind}],
-            )
-        problems = entry.validator.problems(arguments)
-        if problems:
-            return self._error(
-                task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}': invalid arguments: {describe_problems(problems)}",
-                "invalid_arguments",
-                details=problems,
-            )
-        wait = self.default_timeout if timeout is None else timeout
-        if wait <= 0:
-            return self._error(
-                task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}' timed out: the timeout was {wait:g} s, "
-                "so the call was not sent.",
-                "timeout",
-                status=TaskStatus.TIMEOUT,
-            )
-        if task_id in self._pending:
-            return self._error(
-                task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}': task id {task_id} is already in flight; "
-                "use a unique id per call.",
-                "invalid_arguments",
-            )
-        # Only the encoded bytes are kept while the call waits: the model would cost
-        # ~1.5 KB per pending call for nothing.
-        # model_construct: every value here is already checked, and unset fields keep
-        # their defaults.
-        now = time.time()
-        payload = encode(
-            TaskMessage.model_construct(
-                source=self.messager.client_id,
-                timestamp=now,
-                message_id=task_id,
-                task_id=task_id,
-                tool_id=info.id,
-                tool_name=info.name,
-                arguments=arguments,
-                call_id=call_id,
-                timeout_seconds=wait,
-                deadline=now + wait,
-                context=context,
-            )
-        )
-        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        pending = _Pending(future, entry, task_id, arguments, wait, payload)
-        self._pending[task_id] = pending
-        return pending
-
-    def _forget(self, task_id: str) -> None:
-        del self._pending[task_id]
-        self._finished[task_id] = None
-        if len(self._finished) > _REMEMBER_FINISHED:
-            self._finished.popitem(last=False)
-
-    def _timed_out(self, call: "_Pending") -> TaskErrorMessage:
-        # Tell the tool to stop working on it; nobody will read the result.
+    def _cancel_remote(self, call: Pending, reason: str) -> None:
+        """Tell the tool to stop working on ``call``: nobody will read the result."""
         self._spawn(
             self._publish_quietly(
                 self.topics.call(call.tool_id),
@@ -697,73 +503,9 @@ class ToolManager:
                     source=self.messager.client_id,
                     task_id=call.task_id,
                     tool_id=call.tool_id,
-                    reason=f"timed out after {call.wait:g} s",
+                    reason=reason,
                 ),
             )
-        )
-        return self._failed(
-            call,
-            f"Tool '{call.tool_name}' timed out after {call.wait:g} s (task {call.task_id}).",
-            "timeout",
-            status=TaskStatus.TIMEOUT,
-        )
-
-    def _failed(
-        self, call: "_Pending", text: str, code: str, *, status: TaskStatus = TaskStatus.FAILED
-    ) -> TaskErrorMessage:
-        return self._error(
-            call.task_id, call.tool_id, call.tool_name, call.arguments, text, code, status=status
-        )
-
-    def _checked(self, call: "_Pending", result: ToolResult) -> ToolResult:
-        """The result, or an error when it breaks the tool's output schema or has no error."""
-        if isinstance(result, TaskResultMessage) and result.ok:
-            validator = call.entry.output_validator
-            if validator is not None:
-                problems = validator.problems(result.result)
-                if problems:
-                    return self._error(
-                        call.task_id,
-                        call.tool_id,
-                        call.tool_name,
-                        call.arguments,
-                        f"Tool '{call.tool_name}' returned output that does not match its "
-                        f"output schema: {describe_problems(problems)}",
-                        "invalid_output",
-                        details=problems,
-                    )
-        elif isinstance(result, TaskResultMessage):
-            # A peer reported a failure without an error text: make it a proper error.
-            return self._failed(
-                call,
-                f"Tool '{call.tool_name}' failed with status {result.status.value}.",
-                "execution_error",
-                status=result.status,
-            )
-        return result
-
-    def _error(
-        self,
-        task_id: str,
-        tool_id: str,
-        tool_name: str,
-        arguments: Any,
-        text: str,
-        code: str,
-        *,
-        status: TaskStatus = TaskStatus.FAILED,
-        details: Any = None,
-    ) -> TaskErrorMessage:
-        return TaskErrorMessage.model_construct(
-            source=self.messager.client_id,
-            task_id=task_id,
-            tool_id=tool_id,
-            tool_name=tool_name,
-            arguments=arguments if isinstance(arguments, dict) else None,
-            status=status,
-            error=text,
-            error_code=code,
-            details=details,
         )
 
     def _observe(self, result: ToolResult, context: CallContext | None) -> None:
@@ -831,10 +573,10 @@ class ToolManager:
         results = await asyncio.gather(
             *(
                 self.execute_tool(
-                    _field(call, "tool_name", "toolName"),
-                    _field(call, "arguments", "arguments"),
+                    call_field(call, "tool_name", "toolName"),
+                    call_field(call, "arguments", "arguments"),
                     timeout=timeout,
-                    call_id=_field(call, "call_id", "callId"),
+                    call_id=call_field(call, "call_id", "callId"),
                     context=context,
                 )
                 for call in calls
@@ -845,15 +587,9 @@ class ToolManager:
     @property
     def pending_calls(self) -> int:
         """Calls waiting for a result right now."""
-        return len(self._pending)
+        return len(self._calls.pending)
 
     @property
     def protocol_version(self) -> int:
         """Version of the protocol extensions this manager speaks."""
         return PROTOCOL_VERSION
-
-
-def _field(call: Any, name: str, alias: str) -> Any:
-    if isinstance(call, Mapping):
-        return call.get(name, call.get(alias))
-    return getattr(call, name, getattr(call, alias, None))

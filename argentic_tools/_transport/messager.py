@@ -1,40 +1,39 @@
-"""The MQTT connection: the only module that imports aiomqtt.
+"""The MQTT connection: one reader, dispatch by topic, reconnection with backoff.
 
 :class:`Messager` owns one MQTT connection with one reader task that
 dispatches every incoming message by topic. It reconnects with backoff when
 the broker goes away, subscribes again, and tells its owners through
 reconnect hooks so that they can register again. aiomqtt and paho exceptions
-never leave this module: they become :class:`~argentic_tools.BrokerError`.
+never leave this package: they become :class:`~argentic_tools.BrokerError`.
 """
 
 import asyncio
 import contextlib
 import logging
-import os
 import random
 import socket
 import ssl
-import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
-from urllib.parse import unquote, urlsplit
+from typing import Any, TypeVar
 
 import aiomqtt
-import paho.mqtt.client as mqtt
 
-from ._errors import BrokerError, BrokerUnavailableError, PayloadTooLargeError
-from ._logging import LogLevel, parse_log_level
-from ._messages import (
+from .._errors import BrokerError, BrokerUnavailableError, PayloadTooLargeError
+from .._lifecycle import AsyncResource, TaskSet
+from .._logging import InstanceLogger, LogLevel
+from .._protocol.messages import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     BaseMessage,
     ClientOfflineMessage,
     encode,
 )
-from ._topics import DEFAULT_REGISTER_TOPIC
+from .._protocol.topics import DEFAULT_REGISTER_TOPIC
+from . import _internals
+from .url import BrokerURL, build_tls_context, make_client_id
 
 logger = logging.getLogger("argentic_tools.transport")
+_T = TypeVar("_T")
 _aiomqtt_logger = logging.getLogger("argentic_tools.aiomqtt")
 # aiomqtt warns about every publish beyond ten in flight; that is our normal load.
 _aiomqtt_logger.setLevel(logging.ERROR)
@@ -69,87 +68,7 @@ ReconnectHook = Callable[[], Awaitable[None]]
 """An async callable run after every reconnection, once subscriptions are restored."""
 
 
-@dataclass(frozen=True)
-class BrokerURL:
-    """A parsed broker address: ``mqtt://[user:pass@]host[:port]`` or ``mqtts://...``."""
-
-    host: str
-    port: int
-    username: str | None = None
-    password: str | None = None
-    tls: bool = False
-
-    @classmethod
-    def parse(cls, url: str) -> "BrokerURL":
-        """Parse a broker URL.
-
-        Raises:
-            ValueError: The URL has another scheme, no host, or a bad port.
-
-        """
-        parts = urlsplit(url if "://" in url else f"mqtt://{url}")
-        if parts.scheme not in ("mqtt", "mqtts", "tcp", "ssl"):
-            raise ValueError(
-                f"unsupported broker URL scheme {parts.scheme!r} in {url!r}; "
-                "use mqtt://host:port or mqtts://host:port"
-            )
-        if not parts.hostname:
-            raise ValueError(f"broker URL {url!r} has no host")
-        tls = parts.scheme in ("mqtts", "ssl")
-        try:
-            port = parts.port or (8883 if tls else 1883)
-        except ValueError:
-            raise ValueError(f"broker URL {url!r} has an invalid port") from None
-        return cls(
-            host=parts.hostname,
-            port=port,
-            username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password else None,
-            tls=tls,
-        )
-
-    def __str__(self) -> str:
-        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
-
-
-def make_client_id(prefix: str = "argentic-tools") -> str:
-    """A client id unique per process and per call (pid plus random bits)."""
-    return f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
-class _ClosingSSLSocket(ssl.SSLSocket):
-    """Closes itself when the handshake fails (paho would leave it open)."""
-
-    def do_handshake(self, block: bool = False) -> None:
-        try:
-            super().do_handshake(block)
-        except BaseException:
-            self.close()
-            raise
-
-
-def build_tls_context(tls_params: dict[str, Any] | None, *, enabled: bool) -> ssl.SSLContext | None:
-    """Build the TLS context from Argentic-style ``tls_params``.
-
-    Recognised keys: ``ca_certs``, ``certfile``, ``keyfile``, ``insecure``
-    (skip hostname and certificate checks) and ``ciphers``.
-    """
-    if not tls_params and not enabled:
-        return None
-    params = tls_params or {}
-    context = ssl.create_default_context(cafile=params.get("ca_certs"))
-    context.sslsocket_class = _ClosingSSLSocket
-    if params.get("certfile"):
-        context.load_cert_chain(params["certfile"], params.get("keyfile"))
-    if params.get("ciphers"):
-        context.set_ciphers(params["ciphers"])
-    if params.get("insecure"):
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    return context
-
-
-def _matches(topic_filter: str, topic: str) -> bool:
+def topic_matches(topic_filter: str, topic: str) -> bool:
     filter_levels = topic_filter.split("/")
     topic_levels = topic.split("/")
     for index, level in enumerate(filter_levels):
@@ -160,77 +79,6 @@ def _matches(topic_filter: str, topic: str) -> bool:
         if level != "+" and level != topic_levels[index]:
             return False
     return len(filter_levels) == len(topic_levels)
-
-
-def _guard_write_watch(client: aiomqtt.Client) -> None:
-    """Register paho's write interest safely when it may be gone by the time it runs.
-
-    aiomqtt schedules the watcher from paho's callback and adds it later, unchecked.
-    By then the socket may be closed (after a broker died: the event loop fails with
-    EBADF), or paho may have written everything and withdrawn its interest, leaving a
-    watcher nobody removes, which fires for whatever socket reuses the descriptor.
-    """
-    paho = client._client
-    loop = asyncio.get_running_loop()
-
-    def register_write(_paho: Any, _userdata: Any, sock: Any) -> None:
-        def on_writable() -> None:
-            try:
-                paho.loop_write()
-            except Exception as exc:  # noqa: BLE001 - a broken pipe ends the connection
-                if not client._disconnected.done():
-                    client._disconnected.set_exception(exc)
-
-        fd = sock.fileno()
-
-        def add() -> None:
-            # Skip when paho has written everything and withdrawn its interest meanwhile
-            # (a watcher added now would never be removed), or when the socket closed.
-            if sock.fileno() == fd >= 0 and paho._registered_write and paho._sock is sock:
-                with contextlib.suppress(OSError, ValueError):
-                    loop.add_writer(fd, on_writable)
-
-        loop.call_soon_threadsafe(add)
-
-    def unregister_write(_paho: Any, _userdata: Any, sock: Any) -> None:
-        fd = sock.fileno()
-        if fd >= 0:
-            with contextlib.suppress(OSError, ValueError):
-                loop.remove_writer(fd)
-
-    paho.on_socket_register_write = register_write
-    paho.on_socket_unregister_write = unregister_write
-
-
-def _fail_pending_connect(client: aiomqtt.Client) -> Callable[..., None]:
-    """Paho's on_disconnect, also ending a connect attempt the peer cut before its CONNACK.
-
-    aiomqtt ignores a disconnection before the CONNACK, so the attempt would wait out
-    the whole connect timeout. That happens whenever something in front of the broker
-    (a relay, a load balancer, a TLS terminator) accepts the TCP connection while the
-    broker behind it is down: reconnecting after a broker restart then took 10 s.
-    """
-    original = client._client.on_disconnect
-
-    def on_disconnect(*args: Any) -> None:
-        connected = client._connected
-        if not connected.done():
-            connected.set_exception(
-                aiomqtt.MqttError("the connection was closed before the broker answered")
-            )
-        if original is not None:
-            original(*args)
-
-    return on_disconnect
-
-
-def _discard(client: aiomqtt.Client) -> None:
-    # paho keeps the socket of a failed handshake open; close it so nothing leaks.
-    paho = client._client
-    with contextlib.suppress(Exception):
-        sock = paho.socket()
-        if sock is not None:
-            sock.close()
 
 
 def _describe_mqtt_error(exc: Exception) -> str:
@@ -244,7 +92,7 @@ def _describe_mqtt_error(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-class Messager:
+class Messager(AsyncResource):
     """One MQTT connection shared by a manager and/or tools in a process.
 
     Create it, then either ``await messager.connect()`` ... ``await
@@ -308,8 +156,7 @@ class Messager:
         self.max_payload_bytes = max_payload_bytes
         self.connect_timeout = connect_timeout
         self.persistent_session = persistent_session
-        self.logger = logging.getLogger(f"argentic_tools.messager.{self.client_id}")
-        self.logger.setLevel(parse_log_level(log_level))
+        self.logger = InstanceLogger(logger, log_level, {"client_id": self.client_id})
         self._exact: dict[str, list[Handler]] = {}
         self._wildcard: list[tuple[str, Handler]] = []
         self._client: aiomqtt.Client | None = None
@@ -320,7 +167,11 @@ class Messager:
         self._reconnect_hooks: list[ReconnectHook] = []
         self.connections = 0
         """How many times a connection was established (1 after connect)."""
-        self._hook_tasks: set[asyncio.Task[None]] = set()
+        # Work started by the connection or on its behalf (handlers, hooks, attachments'
+        # work): tracked here because it is started from paho's callback, where a task
+        # group cannot be entered; disconnect() cancels and awaits all of it.
+        self._tasks = TaskSet(self.logger, self.client_id)
+        self._attachments: dict[object, Any] = {}
         # QoS 1 publishes awaiting their PUBACK, by message id. aiomqtt's bookkeeping scans
         # every pending call on each publish, and paho's in-flight limit scans every
         # unacknowledged message on each PUBACK: both quadratic with thousands of calls in
@@ -347,16 +198,10 @@ class Messager:
         """Return once the connection is up (at once when it is); bound it with a deadline."""
         await self._connected.wait()
 
-    async def __aenter__(self) -> Self:
+    async def _open_resource(self) -> None:
         await self.connect()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _close_resource(self) -> None:
         await self.disconnect()
 
     async def connect(self) -> bool:
@@ -393,12 +238,10 @@ class Messager:
             return
         self._closing = True
         self._connected.clear()
-        tasks = [t for t in (self._runner, *self._hook_tasks) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.wait([self._runner])
+        await self._tasks.aclose()
         client, self._client = self._client, None
         self._release_acks()  # their publish() calls then see the closed connection
         if client is not None:
@@ -410,6 +253,25 @@ class Messager:
     async def stop(self) -> None:
         """Alias of :meth:`disconnect`."""
         await self.disconnect()
+
+    def attachment(self, key: object, factory: Callable[[], _T]) -> _T:
+        """The object kept on this connection under ``key``, made by ``factory`` on first use.
+
+        For state that belongs to one connection and is shared by everything on it
+        (the tool side's status router): it lives exactly as long as the Messager.
+        """
+        try:
+            value: _T = self._attachments[key]
+        except KeyError:
+            value = self._attachments[key] = factory()
+        return value
+
+    def spawn(self, work: Awaitable[Any], name: str) -> "asyncio.Task[Any]":
+        """Run ``work`` as a named task owned by this connection.
+
+        Failures are logged; :meth:`disconnect` cancels and awaits whatever still runs.
+        """
+        return self._tasks.spawn(work, name)
 
     def add_reconnect_hook(self, hook: ReconnectHook) -> None:
         """Run ``hook`` after every reconnection (not after the first connect)."""
@@ -504,16 +366,11 @@ class Messager:
         self, client: aiomqtt.Client, topic: str, data: bytes, qos: int, retain: bool
     ) -> None:
         """Publish through paho; for QoS > 0 wait for the PUBACK or the connection's end."""
-        paho = client._client
         if qos == 0:
-            info = paho.publish(topic, data, 0, retain)
-            if info.rc != mqtt.MQTT_ERR_SUCCESS:
-                raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+            _internals.publish_raw(client, topic, data, 0, retain)
             return
         async with self._window:
-            info = paho.publish(topic, data, qos, retain)
-            if info.rc != mqtt.MQTT_ERR_SUCCESS:
-                raise aiomqtt.MqttCodeError(info.rc, "Could not publish message")
+            info = _internals.publish_raw(client, topic, data, qos, retain)
             if info.is_published():
                 return
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -524,15 +381,13 @@ class Messager:
                 if self._acks.get(info.mid) is future:
                     del self._acks[info.mid]
 
-    def _on_paho_publish(self, fallback: Any) -> Callable[..., None]:
-        def on_publish(paho: Any, userdata: Any, mid: int, *rest: Any) -> None:
-            future = self._acks.pop(mid, None)
-            if future is None:
-                fallback(paho, userdata, mid, *rest)  # not one of ours
-            elif not future.done():
-                future.set_result(None)
-
-        return on_publish
+    def _on_puback(self, mid: int) -> bool:
+        future = self._acks.pop(mid, None)
+        if future is None:
+            return False  # not one of ours
+        if not future.done():
+            future.set_result(None)
+        return True
 
     def _release_acks(self) -> None:
         acks, self._acks = self._acks, {}
@@ -569,10 +424,7 @@ class Messager:
         )
         # Dispatch straight from paho's callback (it runs on the event loop): no queue,
         # no task and no wait per message, which is most of a round trip's cost.
-        client._client.on_message = self._on_paho_message
-        client._client.on_publish = self._on_paho_publish(client._client.on_publish)
-        client._client.on_disconnect = _fail_pending_connect(client)
-        _guard_write_watch(client)
+        _internals.install_callbacks(client, self._on_paho_message, self._on_puback)
         where = f"{self.broker_address}:{self.port}"
         problem: str | None = None
         try:
@@ -585,7 +437,7 @@ class Messager:
         except (OSError, ssl.SSLError) as exc:
             problem = str(exc) or type(exc).__name__
         if problem is not None:
-            _discard(client)
+            _internals.close_socket(client)
             raise BrokerUnavailableError(
                 f"cannot connect to the MQTT broker at {where}: {problem}"
             ) from None
@@ -627,9 +479,7 @@ class Messager:
             self._connected.set()
             self.logger.info("reconnected to %s", self.url)
             for hook in list(self._reconnect_hooks):
-                task = asyncio.create_task(self._run_hook(hook), name="mqtt-reconnect-hook")
-                self._hook_tasks.add(task)
-                task.add_done_callback(self._hook_tasks.discard)
+                self.spawn(self._run_hook(hook), "mqtt-reconnect-hook")
 
     async def _run_hook(self, hook: ReconnectHook) -> None:
         try:
@@ -640,7 +490,7 @@ class Messager:
     async def _read(self, client: aiomqtt.Client) -> None:
         # Messages are dispatched by _on_paho_message; this only waits for the end.
         try:
-            await client._disconnected
+            await _internals.disconnected(client)
         except aiomqtt.MqttError:
             raise  # already ours to report
         except Exception as exc:  # noqa: BLE001 - paho reports socket errors raw
@@ -667,7 +517,7 @@ class Messager:
         for handler in self._exact.get(topic, ()):
             self._dispatch(handler, incoming)
         for topic_filter, handler in self._wildcard:
-            if _matches(topic_filter, topic):
+            if topic_matches(topic_filter, topic):
                 self._dispatch(handler, incoming)
 
     def _dispatch(self, handler: Handler, message: IncomingMessage) -> None:
@@ -677,12 +527,4 @@ class Messager:
             self.logger.exception("handler for %r failed; the message was dropped", message.topic)
             return
         if outcome is not None:
-            task = asyncio.ensure_future(self._await_handler(outcome, message.topic))
-            self._hook_tasks.add(task)
-            task.add_done_callback(self._hook_tasks.discard)
-
-    async def _await_handler(self, outcome: Awaitable[None], topic: str) -> None:
-        try:
-            await outcome
-        except Exception:
-            self.logger.exception("handler for %r failed; the message was dropped", topic)
+            self.spawn(outcome, f"handler:{message.topic}")

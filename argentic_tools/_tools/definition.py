@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio.to_thread
 from pydantic import BaseModel
 
-from ._errors import ToolDefinitionError
-from ._schema import model_schema, output_schema, signature_model
-from ._topics import (
+from .._errors import ToolDefinitionError
+from .._protocol.topics import (
     DEFAULT_CALL_TOPIC_BASE,
     DEFAULT_REGISTER_TOPIC,
     DEFAULT_RESPONSE_TOPIC_BASE,
@@ -26,45 +25,14 @@ from ._topics import (
     is_valid_tool_id,
     tool_name_problem,
 )
+from .context import ToolContext, current_context
+from .endpoint import ToolEndpoint
+from .schema import model_schema, output_schema, signature_model
 
 if TYPE_CHECKING:
-    from ._endpoint import ToolEndpoint
-    from ._transport import Messager
+    from .._transport import Messager
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ToolContext:
-    """What a tool knows about the call it is serving.
-
-    A ``@tool`` function receives it through a parameter annotated
-    ``ToolContext`` (or named ``context``); a ``BaseTool`` reads ``self.context``.
-    """
-
-    task_id: str
-    """Id of this task (unique per call)."""
-    tool_id: str
-    """Id under which this tool is registered."""
-    tool_name: str
-    """Name of this tool."""
-    call_id: str | None = None
-    """The caller's id for the call (e.g. the LLM's tool-call id)."""
-    thread_id: str | None = None
-    """Conversation thread of the caller."""
-    trace_id: str | None = None
-    """Trace id for correlating logs."""
-    user_id: str | None = None
-    """User on whose behalf the call is made."""
-    deadline: float | None = None
-    """Unix time after which the caller stops waiting."""
-    source: str | None = None
-    """MQTT client id of the caller."""
-
-
-_current_context: contextvars.ContextVar[ToolContext | None] = contextvars.ContextVar(
-    "argentic_tools_context", default=None
-)
 
 
 class BaseTool(ABC):
@@ -89,8 +57,6 @@ class BaseTool(ABC):
         debug: Send tracebacks with failures.
 
     """
-
-    id: str | None
 
     def __init__(
         self,
@@ -134,9 +100,18 @@ class BaseTool(ABC):
         self.examples = [dict(example) for example in examples]
         self.max_concurrency = max_concurrency
         self.pinned_id = tool_id
-        self.id = tool_id
         self.debug = debug
         self._endpoint: ToolEndpoint | None = None
+
+    @property
+    def id(self) -> str | None:
+        """The id this tool is registered under by :meth:`register` (else its pinned id).
+
+        A :class:`~argentic_tools.ToolService` never changes the tool objects it
+        serves (the same object can be served by two services); its endpoints know
+        the ids they serve under.
+        """
+        return self._endpoint.tool_id if self._endpoint is not None else self.pinned_id
 
     @abstractmethod
     async def _execute(self, **kwargs: Any) -> Any:
@@ -145,7 +120,7 @@ class BaseTool(ABC):
     @property
     def context(self) -> ToolContext | None:
         """Context of the call being served by the current task (None outside a call)."""
-        return _current_context.get()
+        return current_context()
 
     def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         """Validate ``arguments`` with ``argument_schema``; returns the keyword arguments.
@@ -186,8 +161,6 @@ class BaseTool(ABC):
             RegistrationError: A manager refused the registration.
 
         """
-        from ._endpoint import ToolEndpoint
-
         if self.messager is None:
             raise RuntimeError(f"tool {self.name!r} has no messager to register with")
         topics = Topics(registration_topic, call_topic_base, response_topic_base, status_topic)
@@ -201,9 +174,6 @@ class BaseTool(ABC):
         if self._endpoint is not None:
             endpoint, self._endpoint = self._endpoint, None
             await endpoint.stop()
-
-    def _spec_metadata(self) -> dict[str, Any]:
-        return {"max_concurrency": self.max_concurrency} if self.max_concurrency else {}
 
 
 class FunctionTool(BaseTool):
@@ -385,8 +355,3 @@ def as_tool(obj: Any) -> BaseTool:
     raise ToolDefinitionError(
         f"{obj!r} is not a tool: use a @tool function, a BaseTool instance or a BaseTool class"
     )
-
-
-def set_current_context(context: ToolContext | None) -> contextvars.Token[ToolContext | None]:
-    """Make ``context`` the context of the running call (used by the serving loop)."""
-    return _current_context.set(context)

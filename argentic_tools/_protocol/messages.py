@@ -27,7 +27,7 @@ from pydantic import (
 )
 from pydantic import ValidationError as PydanticValidationError
 
-from ._errors import (
+from .._errors import (
     ERROR_CODES,
     PayloadTooLargeError,
     ProtocolError,

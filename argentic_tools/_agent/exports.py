@@ -14,13 +14,13 @@ tool's original schema, so nothing is lost by the rewrite.
 import copy
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, get_args
 
-if TYPE_CHECKING:
-    from ._registry import ToolInfo
+from .info import ToolInfo
 
 ExportFormat = Literal["prompt", "openai", "anthropic", "mcp"]
-EXPORT_FORMATS: tuple[str, ...] = ("prompt", "openai", "anthropic", "mcp")
+"""The formats :meth:`~argentic_tools.ToolManager.export_tools` produces."""
+EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 _STRICT_UNSUPPORTED = frozenset(
@@ -121,7 +121,7 @@ def _strict(schema: Any, *, top: bool = False) -> Any:
     return out
 
 
-def prompt_entry(info: "ToolInfo") -> dict[str, Any]:
+def prompt_entry(info: ToolInfo) -> dict[str, Any]:
     """Document 004's prompt format: ``tool_id``, ``name``, ``description``, ``parameters``."""
     return {
         "tool_id": info.id,
@@ -131,7 +131,7 @@ def prompt_entry(info: "ToolInfo") -> dict[str, Any]:
     }
 
 
-def openai_entry(info: "ToolInfo", strict: bool = True) -> dict[str, Any]:
+def openai_entry(info: ToolInfo, strict: bool = True) -> dict[str, Any]:
     """A Chat Completions function tool (``{"type": "function", "function": {...}}``)."""
     function: dict[str, Any] = {
         "name": provider_name(info.name),
@@ -147,7 +147,7 @@ def openai_entry(info: "ToolInfo", strict: bool = True) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def anthropic_entry(info: "ToolInfo") -> dict[str, Any]:
+def anthropic_entry(info: ToolInfo) -> dict[str, Any]:
     """An Anthropic Messages API tool (``name``, ``description``, ``input_schema``)."""
     return {
         "name": provider_name(info.name),
@@ -156,7 +156,7 @@ def anthropic_entry(info: "ToolInfo") -> dict[str, Any]:
     }
 
 
-def mcp_entry(info: "ToolInfo") -> dict[str, Any]:
+def mcp_entry(info: ToolInfo) -> dict[str, Any]:
     """An MCP ``tools/list`` entry (``name``, ``description``, ``inputSchema``, ...)."""
     entry: dict[str, Any] = {
         "name": info.name,
@@ -172,7 +172,9 @@ def mcp_entry(info: "ToolInfo") -> dict[str, Any]:
     return entry
 
 
-def export(infos: Iterable["ToolInfo"], fmt: str, *, strict: bool = True) -> list[dict[str, Any]]:
+def export(
+    infos: Iterable[ToolInfo], fmt: ExportFormat | str, *, strict: bool = True
+) -> list[dict[str, Any]]:
     """Export ``infos`` in format ``fmt`` (one of :data:`EXPORT_FORMATS`).
 
     Raises:

@@ -10,14 +10,14 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from ._exports import export, prompt_entry, provider_name
-from ._messages import RegisterToolMessage
-from ._schema import SchemaValidator, compiled_validator
-from ._topics import is_valid_tool_id, tool_name_problem
+from .._protocol.messages import RegisterToolMessage
+from .._protocol.topics import is_valid_tool_id, tool_name_problem
+from .._protocol.validation import SchemaValidator, compiled_validator
+from .exports import export, prompt_entry, provider_name
+from .info import ToolInfo
 
 _ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
@@ -25,32 +25,6 @@ _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 LEGACY_SETTLE_SECONDS = 0.3
 """Plain Argentic tools subscribe to their call topic only after our confirmation reaches
 them; calls to a freshly registered one wait this long so that the first is not lost."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolInfo:
-    """A registered tool, as listed by :meth:`ToolManager.get_available_tools`."""
-
-    id: str
-    """Tool id (topic level of its call and response topics)."""
-    name: str
-    """Tool name."""
-    description: str
-    """What the tool does."""
-    input_schema: dict[str, Any]
-    """JSON Schema of the arguments."""
-    output_schema: dict[str, Any] | None
-    """JSON Schema of a successful result, when declared."""
-    tags: tuple[str, ...]
-    """Discovery tags."""
-    examples: tuple[dict[str, Any], ...]
-    """Example calls."""
-    source: str | None
-    """Client id of the process serving the tool."""
-    registered_at: str
-    """ISO 8601 time of the (latest) registration."""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    """Implementation metadata, e.g. ``max_concurrency``."""
 
 
 class RegistrationRefusedError(ValueError):

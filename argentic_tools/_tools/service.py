@@ -7,24 +7,24 @@ import logging
 import signal
 import sys
 from collections.abc import Sequence
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 import anyio.abc
 
-from ._endpoint import ToolEndpoint
-from ._errors import BrokerUnavailableError, ToolsError
-from ._logging import parse_log_level
-from ._messages import ClientOfflineMessage
-from ._tool import BaseTool, as_tool
-from ._topics import Topics
-from ._transport import Messager
+from .._errors import BrokerUnavailableError, ToolsError
+from .._lifecycle import AsyncResource
+from .._logging import parse_log_level
+from .._protocol.messages import ClientOfflineMessage
+from .._protocol.topics import Topics
+from .._transport import Messager
+from .definition import BaseTool, as_tool
+from .endpoint import ToolEndpoint
 
 logger = logging.getLogger("argentic_tools.service")
 
 
-class ToolService:
+class ToolService(AsyncResource):
     """Serves any number of tools from one process over one MQTT connection.
 
     ``await ToolService("mqtt://localhost:1883", tools=[add]).run()`` registers
@@ -66,12 +66,11 @@ class ToolService:
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"tool names must be unique within a service: {duplicates}")
-        for item in self.tools:
-            if item.max_concurrency is None:
-                item.max_concurrency = max_concurrency
-            if tool_ids and item.name in tool_ids:
-                item.pinned_id = item.id = tool_ids[item.name]
-            item.debug = item.debug or debug
+        # Serving settings live on the endpoints: the tool objects are never changed, so
+        # one object can be served by two services with different settings.
+        self.max_concurrency = max_concurrency
+        self.tool_ids = dict(tool_ids or {})
+        self.debug = debug
         self.grace_period = grace_period
         if isinstance(broker, Messager):
             self.messager = broker
@@ -84,16 +83,10 @@ class ToolService:
         self._stop = asyncio.Event()
         self._started = False
 
-    async def __aenter__(self) -> Self:
+    async def _open_resource(self) -> None:
         await self.start()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _close_resource(self) -> None:
         await self.aclose()
 
     async def start(self) -> None:
@@ -105,8 +98,14 @@ class ToolService:
             await self.messager.connect()
         try:
             for item in self.tools:
-                item.messager = self.messager
-                endpoint = ToolEndpoint(item, self.messager, self.topics)
+                endpoint = ToolEndpoint(
+                    item,
+                    self.messager,
+                    self.topics,
+                    tool_id=self.tool_ids.get(item.name),
+                    max_concurrency=self.max_concurrency,
+                    debug=self.debug,
+                )
                 self.endpoints.append(endpoint)
             await asyncio.gather(*(endpoint.start() for endpoint in self.endpoints))
         except BaseException:

@@ -12,20 +12,17 @@ import logging
 import time
 import traceback
 import uuid
-import weakref
-from collections import OrderedDict
-from collections.abc import Awaitable, Coroutine
-from typing import TYPE_CHECKING, Any, ClassVar
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
-from ._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError, ToolError
-from ._logging import DropLog
-from ._messages import (
+from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError, ToolError
+from .._logging import DropLog
+from .._protocol.messages import (
     PROTOCOL_VERSION,
     BaseMessage,
-    ManagerOnlineMessage,
     RegisterToolMessage,
     TaskErrorMessage,
     TaskMessage,
@@ -39,52 +36,44 @@ from ._messages import (
     encode,
     parse_message,
 )
-from ._schema import describe_problems, pydantic_problems
-from ._tool import ToolContext, set_current_context
-from ._topics import Topics
-from ._transport import IncomingMessage, Messager
+from .._protocol.topics import Topics
+from .._protocol.validation import describe_problems, pydantic_problems
+from .._transport import IncomingMessage, Messager
+from .context import ToolContext, set_current_context
+from .status import StatusRouter
+from .task_record import CLOCK_SKEW_ALLOWANCE, DONE, RUNNING, TaskRecord
 
 if TYPE_CHECKING:
-    from ._tool import BaseTool
+    from .definition import BaseTool
 
 logger = logging.getLogger("argentic_tools.tool")
-
-RECENT_TASKS = 4096
-"""How many recent task ids a tool remembers to refuse re-executing a redelivered task.
-
-Task ids whose deadline has not passed are kept beyond this, up to RECENT_TASKS_LIMIT:
-past its deadline a redelivered task is refused anyway, so no task with a deadline can
-run twice while a tool holds fewer than RECENT_TASKS_LIMIT of them."""
-
-RECENT_TASKS_LIMIT = 65536
-"""Hard bound on the remembered task ids, deadlines or not."""
-
-KEPT_REPLIES_BYTES = 64 * 1024 * 1024
-"""Total size of the replies kept for resending; past it, only the task ids are kept."""
-
-CLOCK_SKEW_ALLOWANCE = 1.0
-"""Seconds past a task's deadline before the tool declines to start it."""
-
-KEEP_REPLY_BYTES = 64 * 1024
-"""Replies up to this size are kept for resending to a redelivered task; larger ones are not."""
-
-_RUNNING = object()
-_DONE = object()
 
 
 class ToolEndpoint:
     """Serves ``tool`` on ``messager`` under ``topics`` (one per tool and connection)."""
 
-    def __init__(self, tool: "BaseTool", messager: Messager, topics: Topics) -> None:
+    def __init__(
+        self,
+        tool: "BaseTool",
+        messager: Messager,
+        topics: Topics,
+        *,
+        tool_id: str | None = None,
+        max_concurrency: int | None = None,
+        debug: bool = False,
+    ) -> None:
         self.tool = tool
         self.messager = messager
         self.topics = topics
-        self.tool_id = tool.pinned_id or tool.id or str(uuid.uuid4())
+        self.tool_id = tool_id or tool.pinned_id or str(uuid.uuid4())
+        """The id this endpoint serves under; the tool object itself is never changed."""
+        self.max_concurrency = tool.max_concurrency or max_concurrency
+        self.debug = tool.debug or debug
         self.confirmed = asyncio.Event()
         self._refused: str | None = None
-        self._limiter = asyncio.Semaphore(tool.max_concurrency) if tool.max_concurrency else None
+        self._limiter = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._recent = _RecentTasks()
+        self._recent = TaskRecord()
         self._drops = DropLog(logger)
         self._stopped = False
         self._registration = b""
@@ -103,13 +92,12 @@ class ToolEndpoint:
 
         """
         await self.tool.warm_up()
-        await _StatusRouter.of(self.messager, self.topics.status).add(self)
+        await StatusRouter.of(self.messager, self.topics.status).add(self)
         await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
-        self.messager.add_reconnect_hook(self._register)
-        self.tool.id = self.tool_id
+        self.messager.add_reconnect_hook(self.register_again)
         self._registration = self._build_registration()
         for _ in range(attempts):
-            await self._register()
+            await self.register_again()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(confirm_timeout / attempts):
                     await self.confirmed.wait()
@@ -129,12 +117,12 @@ class ToolEndpoint:
         if self._stopped:
             return
         self._stopped = True
-        self.messager.remove_reconnect_hook(self._register)
+        self.messager.remove_reconnect_hook(self.register_again)
         # Each step on its own: a failed unsubscribe must not keep the router's reference.
         with contextlib.suppress(Exception):
             await self.messager.unsubscribe(self.topics.call(self.tool_id), self._on_task)
         with contextlib.suppress(Exception):
-            await _StatusRouter.of(self.messager, self.topics.status).remove(self)
+            await StatusRouter.of(self.messager, self.topics.status).remove(self)
         if announce and self.messager.is_connected():
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2):
@@ -165,7 +153,7 @@ class ToolEndpoint:
             output_schema=tool.output_schema,
             tags=tool.tags,
             examples=tool.examples,
-            metadata=tool._spec_metadata(),
+            metadata={"max_concurrency": self.max_concurrency} if self.max_concurrency else {},
         )
         message = RegisterToolMessage(
             source=self.messager.client_id,
@@ -178,7 +166,8 @@ class ToolEndpoint:
         )
         return encode(message)
 
-    async def _register(self) -> None:
+    async def register_again(self) -> None:
+        """Publish the registration again (a manager announced itself, or a reconnect)."""
         if self._stopped:
             return
         try:
@@ -187,8 +176,8 @@ class ToolEndpoint:
             self._refused = f"registration is too large: {exc}"
             self.confirmed.set()
 
-    async def _handle_status(self, parsed: BaseMessage) -> None:
-        """React to a status message about this tool's name (routed by _StatusRouter)."""
+    async def handle_status(self, parsed: BaseMessage) -> None:
+        """React to a status message about this tool's name (routed by StatusRouter)."""
         if isinstance(parsed, ToolRegisteredMessage):
             if parsed.tool_id == self.tool_id:
                 self.confirmed.set()
@@ -204,7 +193,7 @@ class ToolEndpoint:
 
     async def _adopt(self, tool_id: str) -> None:
         old = self.topics.call(self.tool_id)
-        self.tool_id = self.tool.id = tool_id
+        self.tool_id = tool_id
         await self.messager.subscribe(self.topics.call(tool_id), self._on_task)
         await self.messager.unsubscribe(old, self._on_task)
         self._registration = self._build_registration()
@@ -236,12 +225,12 @@ class ToolEndpoint:
             return
         seen = self._recent.get(task.task_id)
         if seen is not None:
-            if seen is _DONE:
+            if seen is DONE:
                 reply = self._error(
                     task, "this task already ran; its result was too large to keep", "duplicate"
                 )
                 self._start(task.task_id, self._publish_reply(reply, task), "resend")
-            elif seen is _RUNNING:
+            elif seen is RUNNING:
                 self._drops.drop(message.topic, f"task {task.task_id} is already running")
             else:
                 self._start(task.task_id, self._publish_reply(seen, task), "resend")
@@ -250,7 +239,7 @@ class ToolEndpoint:
             self._drops.drop(message.topic, f"task {task.task_id} arrived after its deadline")
             return
         expires = 0.0 if task.deadline is None else task.deadline + CLOCK_SKEW_ALLOWANCE
-        self._recent.remember(task.task_id, _RUNNING, expires)
+        self._recent.remember(task.task_id, RUNNING, expires)
         self._start(task.task_id, self._serve(task), "serve")
 
     def _start(self, task_id: str, work: Coroutine[Any, Any, None], kind: str) -> None:
@@ -313,7 +302,7 @@ class ToolEndpoint:
                 task,
                 f"{type(exc).__name__}: {exc}",
                 "execution_error",
-                trace=traceback.format_exc() if tool.debug else None,
+                trace=traceback.format_exc() if self.debug else None,
             )
         finally:
             token.var.reset(token)
@@ -397,110 +386,6 @@ class ToolEndpoint:
                 task.task_id,
                 exc,
             )
-
-
-class _RecentTasks:
-    """Task ids a tool has started, oldest first, with the reply to resend when known."""
-
-    __slots__ = ("_entries", "_kept_bytes")
-
-    def __init__(self) -> None:
-        # task id -> [state or reply, time after which a redelivery is refused anyway]
-        self._entries: OrderedDict[str, list[Any]] = OrderedDict()
-        self._kept_bytes = 0
-
-    def get(self, task_id: str) -> Any:
-        """``_RUNNING``, ``_DONE`` (reply not kept), the reply bytes, or None (not seen)."""
-        entry = self._entries.get(task_id)
-        return None if entry is None else entry[0]
-
-    def remember(self, task_id: str, state: Any, expires: float) -> None:
-        """Record a task that started; ``expires`` is 0 for a task without a deadline."""
-        self._entries[task_id] = [state, expires]
-        self._evict()
-
-    def finished(self, task_id: str, reply: bytes) -> None:
-        """Keep the reply of a finished task, within the size limits."""
-        entry = self._entries.get(task_id)
-        if entry is None:
-            return
-        size = len(reply)
-        if size <= KEEP_REPLY_BYTES and self._kept_bytes + size <= KEPT_REPLIES_BYTES:
-            entry[0] = reply
-            self._kept_bytes += size
-        else:
-            entry[0] = _DONE
-
-    def _evict(self) -> None:
-        entries = self._entries
-        now = time.time()
-        while len(entries) > RECENT_TASKS:
-            task_id, (state, expires) = next(iter(entries.items()))
-            if len(entries) <= RECENT_TASKS_LIMIT and expires > now:
-                return  # the oldest could still be redelivered and run: keep it
-            del entries[task_id]
-            if isinstance(state, bytes):
-                self._kept_bytes -= len(state)
-
-
-class _StatusRouter:
-    """The one subscription to a status topic on a connection, shared by its endpoints.
-
-    Each status message is parsed once and handed only to the endpoints whose tool it
-    names; with a thousand tools in one process, per-endpoint subscriptions would parse
-    every confirmation a thousand times.
-    """
-
-    _routers: ClassVar["weakref.WeakKeyDictionary[Messager, dict[str, _StatusRouter]]"] = (
-        weakref.WeakKeyDictionary()
-    )
-
-    def __init__(self, messager: Messager, topic: str) -> None:
-        self.messager = messager
-        self.topic = topic
-        self.by_name: dict[str, list[ToolEndpoint]] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
-
-    @classmethod
-    def of(cls, messager: Messager, topic: str) -> "_StatusRouter":
-        routers = cls._routers.setdefault(messager, {})
-        router = routers.get(topic)
-        if router is None:
-            router = routers[topic] = cls(messager, topic)
-        return router
-
-    async def add(self, endpoint: ToolEndpoint) -> None:
-        first = not self.by_name
-        self.by_name.setdefault(endpoint.tool.name, []).append(endpoint)
-        if first:
-            await self.messager.subscribe(self.topic, self._on_status)
-
-    async def remove(self, endpoint: ToolEndpoint) -> None:
-        name = endpoint.tool.name
-        remaining = [e for e in self.by_name.get(name, ()) if e is not endpoint]
-        if remaining:
-            self.by_name[name] = remaining
-        else:
-            self.by_name.pop(name, None)
-        if not self.by_name:
-            await self.messager.unsubscribe(self.topic, self._on_status)
-
-    def _on_status(self, message: IncomingMessage) -> None:
-        try:
-            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
-        except ProtocolError:
-            return  # the status topic is shared; other peers' chatter is not ours to judge
-        if isinstance(parsed, ManagerOnlineMessage):
-            endpoints = [e for group in self.by_name.values() for e in group]
-            self._spawn(asyncio.gather(*(e._register() for e in endpoints)))
-        elif isinstance(parsed, ToolRegisteredMessage | ToolRegistrationErrorMessage):
-            for endpoint in self.by_name.get(parsed.tool_name, ()):
-                self._spawn(endpoint._handle_status(parsed))
-
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 def _jsonable(value: Any) -> Any:

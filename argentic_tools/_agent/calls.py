@@ -1,0 +1,348 @@
+"""Calls in flight on the caller side: checks, the pending table and the results built here.
+
+:class:`CallBook` checks a call against the registry and the policy, keeps one
+:class:`Pending` per task id until its result arrives, matches each incoming
+result to the call that made it, and builds the error results a call can end
+in without the tool's help (not found, invalid arguments, timeout, offline).
+It does no messaging: the :class:`~argentic_tools.ToolManager` does.
+"""
+
+import asyncio
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .._protocol.messages import (
+    CallContext,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    TaskStatus,
+    ToolResult,
+    encode,
+)
+from .._protocol.validation import describe_problems
+from .policy import ToolPolicy
+from .registry import Entry, ToolRegistry
+
+REMEMBER_FINISHED = 10_000
+"""Finished task ids remembered, to tell a late or duplicate result from a stranger's."""
+
+
+class ToolGoneError(Exception):
+    """The tool left the registry while a call waited for it."""
+
+
+@dataclass(slots=True)
+class Pending:
+    """A call from its check until its result: all a waiting call holds."""
+
+    future: "asyncio.Future[ToolResult]"
+    entry: Entry
+    task_id: str
+    arguments: Any
+    wait: float
+    """Seconds the caller waits."""
+    task: bytes
+    """The encoded task, for sending it again."""
+    sent_on: int = 0
+    """Connection (``messager.connections``) the task was last published on; 0: not yet."""
+
+    @property
+    def tool_id(self) -> str:
+        """Id of the tool instance the task went to."""
+        return self.entry.info.id
+
+    @property
+    def tool_name(self) -> str:
+        """Name of the tool."""
+        return self.entry.info.name
+
+    @property
+    def source(self) -> str | None:
+        """Client id of the process serving the tool."""
+        return self.entry.info.source
+
+
+class CallBook:
+    """The pending calls of one manager, keyed by task id.
+
+    Args:
+        registry: Where tools are looked up.
+        source: The manager's MQTT client id, the ``source`` of what it builds.
+
+    """
+
+    def __init__(self, registry: ToolRegistry, source: str) -> None:
+        self.registry = registry
+        self.source = source
+        self.pending: dict[str, Pending] = {}
+        self._finished: OrderedDict[str, None] = OrderedDict()
+        # Calls sent on a connection before ``_lost_epoch``, by tool id, not yet re-sent.
+        self._lost: dict[str, list[Pending]] = {}
+        self._lost_epoch = 0
+
+    def prepare(
+        self,
+        name: str,
+        arguments: Any,
+        task_id_override: str | None,
+        wait: float,
+        call_id: str | None,
+        context: CallContext | None,
+        policy: ToolPolicy,
+    ) -> "Pending | TaskErrorMessage":
+        """Check a call and register it as pending, or say why it cannot be sent."""
+        task_id = task_id_override or str(uuid.uuid4())
+        entry = self.registry.lookup(name)
+        if entry is None:
+            return self.error(
+                task_id,
+                "unknown",
+                name,
+                arguments,
+                f"Tool '{name}' not found.",
+                "not_found",
+                details={"available": self.registry.names()},
+            )
+        info = entry.info
+        thread_id = context.thread_id if context else None
+        if not policy.is_enabled(info.name, thread_id):
+            return self.error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' is not enabled for thread '{thread_id}'.",
+                "not_enabled",
+            )
+        if not isinstance(arguments, dict):
+            kind = "a JSON string" if isinstance(arguments, str) else type(arguments).__name__
+            return self.error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}': arguments must be a JSON object mapping parameter names "
+                f"to values, but {kind} came; pass the object itself, not a string.",
+                "invalid_arguments",
+                details=[{"path": "$", "message": "expected an object", "got": kind}],
+            )
+        problems = entry.validator.problems(arguments)
+        if problems:
+            return self.error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}': invalid arguments: {describe_problems(problems)}",
+                "invalid_arguments",
+                details=problems,
+            )
+        if wait <= 0:
+            return self.error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}' timed out: the timeout was {wait:g} s, "
+                "so the call was not sent.",
+                "timeout",
+                status=TaskStatus.TIMEOUT,
+            )
+        if task_id in self.pending:
+            return self.error(
+                task_id,
+                info.id,
+                info.name,
+                arguments,
+                f"Tool '{info.name}': task id {task_id} is already in flight; "
+                "use a unique id per call.",
+                "invalid_arguments",
+            )
+        # Only the encoded bytes are kept while the call waits: the model would cost
+        # ~1.5 KB per pending call for nothing.
+        # model_construct: every value here is already checked, and unset fields keep
+        # their defaults.
+        now = time.time()
+        payload = encode(
+            TaskMessage.model_construct(
+                source=self.source,
+                timestamp=now,
+                message_id=task_id,
+                task_id=task_id,
+                tool_id=info.id,
+                tool_name=info.name,
+                arguments=arguments,
+                call_id=call_id,
+                timeout_seconds=wait,
+                deadline=now + wait,
+                context=context,
+            )
+        )
+        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+        pending = Pending(future, entry, task_id, arguments, wait, payload)
+        self.pending[task_id] = pending
+        return pending
+
+    def forget(self, task_id: str) -> None:
+        """The call ended: drop it, and remember its id to recognise a late result."""
+        del self.pending[task_id]
+        self._finished[task_id] = None
+        if len(self._finished) > REMEMBER_FINISHED:
+            self._finished.popitem(last=False)
+
+    def resolve(self, result: ToolResult, tool_id: str | None) -> str | None:
+        """Hand ``result`` (arrived on ``tool_id``'s topic) to its call.
+
+        Returns:
+            None when it was delivered or belongs to nobody here; otherwise why it
+            was dropped (late, duplicate, or on the wrong tool's topic).
+
+        """
+        pending = self.pending.get(result.task_id)
+        if pending is None or pending.future.done():
+            if result.task_id in self._finished or pending is not None:
+                return f"late or duplicate result for task {result.task_id}"
+            # Normal when several managers share a broker: it answers another's call.
+            return None
+        if pending.tool_id != tool_id:
+            return (
+                f"result for task {result.task_id} arrived on "
+                f"tool {tool_id}'s topic, but the task went to {pending.tool_id}"
+            )
+        pending.future.set_result(result)
+        return None
+
+    def is_finished(self, task_id: str) -> bool:
+        """True for a task id that ended here recently."""
+        return task_id in self._finished
+
+    def fail(
+        self, which: Callable[[Pending], bool], exception: BaseException | None = None
+    ) -> None:
+        """End the matching calls: offline (the default), or with ``exception``."""
+        for task_id, pending in list(self.pending.items()):
+            if not which(pending) or pending.future.done():
+                continue
+            if exception is not None:
+                pending.future.set_exception(exception)
+                continue
+            pending.future.set_result(
+                self.error(
+                    task_id,
+                    pending.tool_id,
+                    pending.tool_name,
+                    None,
+                    f"Tool '{pending.tool_name}' went offline (its process disconnected) "
+                    "before answering.",
+                    "tool_offline",
+                )
+            )
+
+    def lost(self, entry: Entry) -> list[Pending]:
+        """Calls to ``entry``'s tool sent on an earlier connection than its registration's.
+
+        A broker restart loses the tasks and results it held, and a tool's
+        re-registration is the first sign it can receive again. Each call is
+        returned once; plain Argentic tools (no epoch) keep no task record and are
+        never sent a task twice.
+        """
+        epoch = entry.epoch
+        if epoch is None:
+            return []
+        if self._lost_epoch != epoch:
+            # One pass over the pending calls per connection, not one per tool: after a
+            # broker restart every tool re-registers.
+            self._lost_epoch = epoch
+            self._lost = {}
+            for pending in self.pending.values():
+                if 0 < pending.sent_on < epoch:
+                    self._lost.setdefault(pending.tool_id, []).append(pending)
+        lost = [p for p in self._lost.pop(entry.info.id, ()) if not p.future.done()]
+        for pending in lost:
+            pending.sent_on = epoch
+        return lost
+
+    def drop_lost(self, tool_id: str) -> None:
+        """Forget the calls to re-send to a tool that left."""
+        self._lost.pop(tool_id, None)
+
+    def timed_out(self, call: Pending) -> TaskErrorMessage:
+        """The result of a call whose wait ran out."""
+        return self.failed(
+            call,
+            f"Tool '{call.tool_name}' timed out after {call.wait:g} s (task {call.task_id}).",
+            "timeout",
+            status=TaskStatus.TIMEOUT,
+        )
+
+    def failed(
+        self, call: Pending, text: str, code: str, *, status: TaskStatus = TaskStatus.FAILED
+    ) -> TaskErrorMessage:
+        """An error result for ``call``."""
+        return self.error(
+            call.task_id, call.tool_id, call.tool_name, call.arguments, text, code, status=status
+        )
+
+    def checked(self, call: Pending, result: ToolResult) -> ToolResult:
+        """The result, or an error when it breaks the tool's output schema or has no error."""
+        if isinstance(result, TaskResultMessage) and result.ok:
+            validator = call.entry.output_validator
+            if validator is not None:
+                problems = validator.problems(result.result)
+                if problems:
+                    return self.error(
+                        call.task_id,
+                        call.tool_id,
+                        call.tool_name,
+                        call.arguments,
+                        f"Tool '{call.tool_name}' returned output that does not match its "
+                        f"output schema: {describe_problems(problems)}",
+                        "invalid_output",
+                        details=problems,
+                    )
+        elif isinstance(result, TaskResultMessage):
+            # A peer reported a failure without an error text: make it a proper error.
+            return self.failed(
+                call,
+                f"Tool '{call.tool_name}' failed with status {result.status.value}.",
+                "execution_error",
+                status=result.status,
+            )
+        return result
+
+    def error(
+        self,
+        task_id: str,
+        tool_id: str,
+        tool_name: str,
+        arguments: Any,
+        text: str,
+        code: str,
+        *,
+        status: TaskStatus = TaskStatus.FAILED,
+        details: Any = None,
+    ) -> TaskErrorMessage:
+        """An error result built on this side (the tool never answered this way)."""
+        return TaskErrorMessage.model_construct(
+            source=self.source,
+            task_id=task_id,
+            tool_id=tool_id,
+            tool_name=tool_name,
+            arguments=arguments if isinstance(arguments, dict) else None,
+            status=status,
+            error=text,
+            error_code=code,
+            details=details,
+        )
+
+
+def call_field(call: Any, name: str, alias: str) -> Any:
+    """``name`` (or its ART spelling ``alias``) of a parsed tool call, object or mapping."""
+    if isinstance(call, Mapping):
+        return call.get(name, call.get(alias))
+    return getattr(call, name, getattr(call, alias, None))

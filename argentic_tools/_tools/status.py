@@ -1,0 +1,69 @@
+"""One status-topic subscription per connection, shared by the tools served on it.
+
+Each status message is parsed once and handed only to the endpoints whose tool it
+names; with a thousand tools in one process, per-endpoint subscriptions would parse
+every confirmation a thousand times. The router belongs to its connection (a
+:class:`Messager` attachment), and the work it starts is owned by that connection,
+so closing the connection cancels and awaits it.
+"""
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from .._errors import ProtocolError
+from .._protocol.messages import (
+    ManagerOnlineMessage,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    parse_message,
+)
+from .._transport import IncomingMessage, Messager
+
+if TYPE_CHECKING:
+    from .endpoint import ToolEndpoint
+
+
+class StatusRouter:
+    """Routes status messages on one topic of one connection to the endpoints they name."""
+
+    def __init__(self, messager: Messager, topic: str) -> None:
+        self.messager = messager
+        self.topic = topic
+        self.by_name: dict[str, list[ToolEndpoint]] = {}
+
+    @classmethod
+    def of(cls, messager: Messager, topic: str) -> "StatusRouter":
+        """The router of ``topic`` on ``messager``, created on first use."""
+        return messager.attachment((cls, topic), lambda: cls(messager, topic))
+
+    async def add(self, endpoint: "ToolEndpoint") -> None:
+        """Route status messages naming ``endpoint``'s tool to it."""
+        first = not self.by_name
+        self.by_name.setdefault(endpoint.tool.name, []).append(endpoint)
+        if first:
+            await self.messager.subscribe(self.topic, self._on_status)
+
+    async def remove(self, endpoint: "ToolEndpoint") -> None:
+        """Stop routing to ``endpoint``; unsubscribe when no endpoint is left."""
+        name = endpoint.tool.name
+        remaining = [e for e in self.by_name.get(name, ()) if e is not endpoint]
+        if remaining:
+            self.by_name[name] = remaining
+        else:
+            self.by_name.pop(name, None)
+        if not self.by_name:
+            await self.messager.unsubscribe(self.topic, self._on_status)
+
+    def _on_status(self, message: IncomingMessage) -> None:
+        try:
+            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
+        except ProtocolError:
+            return  # the status topic is shared; other peers' chatter is not ours to judge
+        if isinstance(parsed, ManagerOnlineMessage):
+            endpoints = [e for group in self.by_name.values() for e in group]
+            self.messager.spawn(
+                asyncio.gather(*(e.register_again() for e in endpoints)), "status:re-register"
+            )
+        elif isinstance(parsed, ToolRegisteredMessage | ToolRegistrationErrorMessage):
+            for endpoint in self.by_name.get(parsed.tool_name, ()):
+                self.messager.spawn(endpoint.handle_status(parsed), f"status:{parsed.type}")

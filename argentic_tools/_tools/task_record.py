@@ -1,0 +1,78 @@
+"""The tool side's at-most-once record: which task ids ran, and their replies.
+
+A task id is run once. A redelivered task (a manager re-sends tasks lost with a
+restarted broker) gets the recorded reply again, or is ignored while it runs.
+Ids are kept at least until their deadline has passed, within memory bounds.
+"""
+
+import time
+from collections import OrderedDict
+from typing import Any
+
+RECENT_TASKS = 4096
+"""How many recent task ids a tool remembers to refuse re-executing a redelivered task.
+
+Task ids whose deadline has not passed are kept beyond this, up to RECENT_TASKS_LIMIT:
+past its deadline a redelivered task is refused anyway, so no task with a deadline can
+run twice while a tool holds fewer than RECENT_TASKS_LIMIT of them."""
+
+RECENT_TASKS_LIMIT = 65536
+"""Hard bound on the remembered task ids, deadlines or not."""
+
+KEPT_REPLIES_BYTES = 64 * 1024 * 1024
+"""Total size of the replies kept for resending; past it, only the task ids are kept."""
+
+CLOCK_SKEW_ALLOWANCE = 1.0
+"""Seconds past a task's deadline before the tool declines to start it."""
+
+KEEP_REPLY_BYTES = 64 * 1024
+"""Replies up to this size are kept for resending to a redelivered task; larger ones are not."""
+
+RUNNING = object()
+"""State of a task that started and has not finished."""
+DONE = object()
+"""State of a finished task whose reply was too large to keep."""
+
+
+class TaskRecord:
+    """Task ids a tool has started, oldest first, with the reply to resend when known."""
+
+    __slots__ = ("_entries", "_kept_bytes")
+
+    def __init__(self) -> None:
+        # task id -> [state or reply, time after which a redelivery is refused anyway]
+        self._entries: OrderedDict[str, list[Any]] = OrderedDict()
+        self._kept_bytes = 0
+
+    def get(self, task_id: str) -> Any:
+        """``RUNNING``, ``DONE`` (reply not kept), the reply bytes, or None (not seen)."""
+        entry = self._entries.get(task_id)
+        return None if entry is None else entry[0]
+
+    def remember(self, task_id: str, state: Any, expires: float) -> None:
+        """Record a task that started; ``expires`` is 0 for a task without a deadline."""
+        self._entries[task_id] = [state, expires]
+        self._evict()
+
+    def finished(self, task_id: str, reply: bytes) -> None:
+        """Keep the reply of a finished task, within the size limits."""
+        entry = self._entries.get(task_id)
+        if entry is None:
+            return
+        size = len(reply)
+        if size <= KEEP_REPLY_BYTES and self._kept_bytes + size <= KEPT_REPLIES_BYTES:
+            entry[0] = reply
+            self._kept_bytes += size
+        else:
+            entry[0] = DONE
+
+    def _evict(self) -> None:
+        entries = self._entries
+        now = time.time()
+        while len(entries) > RECENT_TASKS:
+            task_id, (state, expires) = next(iter(entries.items()))
+            if len(entries) <= RECENT_TASKS_LIMIT and expires > now:
+                return  # the oldest could still be redelivered and run: keep it
+            del entries[task_id]
+            if isinstance(state, bytes):
+                self._kept_bytes -= len(state)

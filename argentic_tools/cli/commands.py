@@ -1,0 +1,296 @@
+"""The commands: serve, list, describe, call, watch, broker, demo, bench and soak."""
+
+import argparse
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from .._agent.manager import ToolManager
+from .._errors import ProtocolError
+from .._protocol.messages import (
+    BaseMessage,
+    ClientOfflineMessage,
+    ManagerOnlineMessage,
+    RegisterToolMessage,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    ToolResult,
+    ToolUnregisteredMessage,
+    UnregisterToolMessage,
+    parse_message,
+)
+from .._tools.service import (
+    service_from_args,
+)
+from .._transport import IncomingMessage
+from .common import (
+    EXIT_CALL_FAILED,
+    EXIT_OK,
+    CliError,
+    StopRequest,
+    collect,
+    connected_manager,
+    messager_from,
+    shielded,
+    stderr,
+    stdout,
+    topics_from,
+    where,
+)
+from .loading import load_tools
+
+
+async def serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    tools = load_tools(args.tools)
+    service = service_from_args(args, tools, log_level=args.log_level)
+    async with service:
+        await stop.requested.wait()
+    return EXIT_OK
+
+
+# -- list and describe -------------------------------------------------------------------
+
+
+def _registry(manager: ToolManager) -> list[dict[str, Any]]:
+    """Every registered tool instance (several processes may serve one name)."""
+    rows = []
+    for entry in manager.tools_by_id.values():
+        rows.append(
+            {
+                "name": entry["name"],
+                "id": entry["id"],
+                "tags": list(entry.get("tags") or ()),
+                "source": entry.get("source_client_id"),
+                "description": entry.get("description") or "",
+                "input_schema": json.loads(entry.get("parameters") or "{}"),
+                "registered_at": entry.get("registered_at"),
+            }
+        )
+    return sorted(rows, key=lambda row: (row["name"], row["id"]))
+
+
+async def list_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    async with connected_manager(args) as manager:
+        await collect(args.wait)
+        rows = _registry(manager)
+    return _print_registry(args, rows)
+
+
+def _print_registry(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
+    if args.json:
+        print_json(rows)
+        return EXIT_OK
+    if not rows:
+        stderr.print(f"No tools registered on {where(args)} (waited {args.wait:g} s).")
+        return EXIT_OK
+    table = Table(title=f"{len(rows)} tool(s) on {where(args)}", title_justify="left")
+    for column in ("Name", "Id", "Tags", "Source", "Description"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        first_line = row["description"].strip().splitlines()[0] if row["description"] else ""
+        table.add_row(
+            Text(row["name"], style="bold"),
+            row["id"],
+            ", ".join(row["tags"]),
+            row["source"] or "",
+            first_line,
+        )
+    stdout.print(table)
+    return EXIT_OK
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout (plain, for scripts)."""
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+async def describe_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    async with connected_manager(args) as manager:
+        await collect(args.wait)
+        if args.format == "prompt":
+            exported: Any = json.loads(manager.generate_tool_descriptions_for_prompt())
+        else:
+            exported = manager.export_tools(args.format)
+    print_json(exported)
+    return EXIT_OK
+
+
+# -- call ---------------------------------------------------------------------------
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    """Parse ARGS_JSON (``-`` reads it from stdin) into the arguments object."""
+    if text == "-":
+        text = sys.stdin.read()
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"ARGS_JSON is not valid JSON ({exc}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise CliError(
+            f"ARGS_JSON must be a JSON object of arguments, like '{{\"x\": 1}}', "
+            f"not {type(value).__name__}"
+        )
+    return value
+
+
+async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    arguments = parse_arguments(args.arguments)
+    async with connected_manager(args) as manager:
+        with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
+            try:
+                await manager.wait_for_tool(args.name, timeout=args.wait)
+            except TimeoutError:
+                raise CliError(
+                    f"tool {args.name!r} not found: nothing registered under that name on "
+                    f"{where(args)} within {args.wait:g} s",
+                    EXIT_CALL_FAILED,
+                ) from None
+        with stderr.status(Text(f"Calling {args.name!r}...")):
+            result = await manager.execute_tool(args.name, arguments, timeout=args.timeout)
+    return _print_result(result)
+
+
+def _print_result(result: ToolResult) -> int:
+    if isinstance(result, TaskErrorMessage):
+        raise CliError(f"{result.error} [{result.error_code}]", EXIT_CALL_FAILED)
+    print_json(result.result)
+    return EXIT_OK
+
+
+# -- watch -----------------------------------------------------------------------------
+
+
+def _short(value: Any, limit: int = 120) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _summary(message: BaseMessage) -> tuple[str, str, str]:
+    """(kind, style, details) of one protocol message, for ``watch``."""
+    if isinstance(message, RegisterToolMessage):
+        return (
+            "register",
+            "green",
+            f"{message.tool_name} id={message.tool_id} from {message.source}",
+        )
+    if isinstance(message, UnregisterToolMessage):
+        return "unregister", "yellow", f"id={message.tool_id} from {message.source}"
+    if isinstance(message, ClientOfflineMessage):
+        return "offline", "red", f"client {message.source} is gone"
+    if isinstance(message, ManagerOnlineMessage):
+        return "manager", "cyan", f"{message.source} is online"
+    if isinstance(message, ToolRegisteredMessage):
+        return "registered", "green", f"{message.tool_name} as {message.tool_id}"
+    if isinstance(message, ToolRegistrationErrorMessage):
+        return "refused", "red", f"{message.tool_name}: {message.error}"
+    if isinstance(message, ToolUnregisteredMessage):
+        return "removed", "yellow", f"{message.tool_name or message.tool_id} ({message.reason})"
+    if isinstance(message, TaskErrorMessage):
+        return (
+            "error",
+            "red",
+            f"{message.tool_name} [{message.error_code}] {message.error} task={message.task_id}",
+        )
+    if isinstance(message, TaskResultMessage):
+        took = f" in {message.duration_ms:.1f} ms" if message.duration_ms is not None else ""
+        return (
+            "result",
+            "green",
+            f"{message.tool_name} {message.status.value}{took} -> {_short(message.result)} "
+            f"task={message.task_id}",
+        )
+    if isinstance(message, TaskMessage):
+        return (
+            "call",
+            "blue",
+            f"{message.tool_name} {_short(message.arguments)} task={message.task_id}",
+        )
+    return message.type.lower(), "", ""
+
+
+def describe_event(message: IncomingMessage) -> Text:
+    """One line for one message seen by ``watch``."""
+    stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    try:
+        kind, style, details = _summary(parse_message(message.payload))
+    except ProtocolError as exc:
+        kind, style, details = "malformed", "red", f"on {message.topic}: {exc}"
+    return Text.assemble((stamp, "dim"), "  ", (f"{kind:<10}", style), "  ", details)
+
+
+async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    topics = topics_from(args)
+    seen = 0
+
+    async def show(message: IncomingMessage) -> None:
+        nonlocal seen
+        if args.count and seen >= args.count:
+            return
+        seen += 1
+        stdout.print(describe_event(message), soft_wrap=True)
+        if args.count and seen >= args.count:
+            stop.request()
+
+    messager = messager_from(args)
+    await messager.connect()
+    try:
+        for topic in (
+            topics.register,
+            topics.status,
+            f"{topics.call_base}/+",
+            topics.response_filter,
+        ):
+            await messager.subscribe(topic, show)
+        stderr.print(f"Watching {where(args)}; press Ctrl-C to stop.")
+        await stop.requested.wait()
+    finally:
+        await shielded(messager.disconnect)
+    return EXIT_OK
+
+
+# -- broker, demo, bench ------------------------------------------------------------------
+
+
+async def broker_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    from .._broker import EmbeddedBroker
+
+    broker = EmbeddedBroker(args.host, args.port)
+    try:
+        await broker.start()
+    except (RuntimeError, OSError) as exc:
+        raise CliError(str(exc)) from None
+    try:
+        stdout.print(f"MQTT broker listening on {broker.url}; press Ctrl-C to stop.")
+        await stop.requested.wait()
+    finally:
+        await broker.stop()
+    return EXIT_OK
+
+
+async def demo_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    from .demo import run_demo
+
+    return await run_demo(args)
+
+
+def benchmark_command(args: argparse.Namespace) -> int:
+    """Run ``benchmarks.run`` (bench) or ``benchmarks.soak`` (soak) with the arguments as given."""
+    module = {"bench": "run", "soak": "soak"}[args.command]
+    root = Path(__file__).resolve().parents[2]
+    if not (root / "benchmarks" / f"{module}.py").is_file():
+        raise CliError(
+            f"the benchmarks are not installed with the package; run `argentic-tools "
+            f"{args.command}` from a source checkout of argentic-tools"
+        )
+    command = [sys.executable, "-m", f"benchmarks.{module}", *args.bench_args]
+    return subprocess.run(command, cwd=root).returncode  # noqa: S603

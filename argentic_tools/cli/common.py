@@ -1,0 +1,197 @@
+"""What every command shares: errors, consoles, stopping on signals, connecting."""
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import anyio
+from rich.console import Console
+from rich.text import Text
+
+from .._agent.manager import ToolManager
+from .._protocol.topics import Topics
+from .._tools.service import (
+    tls_params_from,
+)
+from .._transport import BrokerURL, Messager
+
+EXIT_OK = 0
+EXIT_CALL_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+CONNECT_TIMEOUT = 5.0
+"""Seconds a command waits for the broker before giving up."""
+
+stdout = Console(highlight=False, markup=False)
+stderr = Console(stderr=True, highlight=False, markup=False, soft_wrap=True)
+
+
+class CliError(Exception):
+    """A failure reported as one line on stderr, with the exit status to return."""
+
+    def __init__(self, message: str, status: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def print_error(message: str) -> None:
+    """Print ``error: message`` as a single line on stderr."""
+    stderr.print(Text.assemble(("error: ", "bold red"), " ".join(message.split())))
+
+
+# -- signals -----------------------------------------------------------------
+
+
+class StopRequest:
+    """Turns SIGINT/SIGTERM into a stop request for the running command.
+
+    A *graceful* command (a server) waits on :attr:`requested` and shuts down by
+    itself; a second signal cancels it. Any other command is cancelled by the
+    first signal, and further signals are ignored while it cleans up (cleanup is
+    shielded and bounded), so that no child process or connection is left behind.
+    The cancellation is anyio's: it is delivered again and again until the command
+    has left its scope, so a cancellation that asyncio loses (``asyncio.wait_for``
+    on Python 3.11 drops one that coincides with the awaited result) still ends it.
+    """
+
+    def __init__(self, scope: anyio.CancelScope, *, graceful: bool) -> None:
+        self.graceful = graceful
+        self.received: signal.Signals | None = None
+        self.requested = asyncio.Event()
+        self._scope = scope
+
+    def request(self) -> None:
+        """Ask a graceful command to finish (without a signal: a normal end)."""
+        self.requested.set()
+
+    def on_signal(self, sig: signal.Signals) -> None:
+        if self.received is None:
+            self.received = sig
+            self.requested.set()
+            if not self.graceful:
+                self._scope.cancel()
+        elif self.graceful:
+            self._scope.cancel()
+
+    def exit_status(self, status: int) -> int:
+        """The exit status after the command returned ``status`` (or was cancelled)."""
+        if self.received == signal.SIGINT:
+            stderr.print("interrupted", style="yellow")
+            return EXIT_INTERRUPTED
+        if self.received == signal.SIGTERM and (self._scope.cancel_called or not self.graceful):
+            stderr.print("terminated", style="yellow")
+            return EXIT_TERMINATED
+        return status
+
+
+Command = Callable[[argparse.Namespace, StopRequest], Awaitable[int]]
+
+CLEANUP_TIMEOUT = 10.0
+"""Seconds cleanup (disconnecting, stopping child processes) may take once cancelled."""
+
+
+def run_command(command: Command, args: argparse.Namespace, *, graceful: bool = False) -> int:
+    """Run an async command in a fresh event loop with SIGINT/SIGTERM handling."""
+    return asyncio.run(_supervise(command, args, graceful))
+
+
+async def _supervise(command: Command, args: argparse.Namespace, graceful: bool) -> int:
+    loop = asyncio.get_running_loop()
+    signals = (signal.SIGINT, signal.SIGTERM)
+    status = EXIT_INTERRUPTED
+    with anyio.CancelScope() as scope:
+        stop = StopRequest(scope, graceful=graceful)
+        for sig in signals:
+            loop.add_signal_handler(sig, stop.on_signal, sig)
+        try:
+            status = await command(args, stop)
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+    return stop.exit_status(status)
+
+
+async def shielded(cleanup: Callable[[], Awaitable[Any]]) -> None:
+    """Run ``cleanup`` to its end even when cancelled, within CLEANUP_TIMEOUT."""
+    with anyio.move_on_after(CLEANUP_TIMEOUT, shield=True):
+        await cleanup()
+
+
+# -- connections -----------------------------------------------------------------
+
+
+def topics_from(args: argparse.Namespace) -> Topics:
+    """The protocol topics under ``--topic-prefix``."""
+    try:
+        return Topics.with_prefix(args.topic_prefix)
+    except ValueError as exc:
+        raise CliError(f"--topic-prefix {args.topic_prefix!r}: {exc}") from None
+
+
+def messager_from(
+    args: argparse.Namespace,
+    url: str | None = None,
+    *,
+    connect_timeout: float = CONNECT_TIMEOUT,
+) -> Messager:
+    """A (not yet connected) client connection for a command: no Last Will, no session."""
+    try:
+        return Messager(
+            url or args.broker,
+            tls_params=tls_params_from(args),
+            log_level=args.log_level,
+            will_topic=None,
+            persistent_session=False,
+            connect_timeout=connect_timeout,
+        )
+    except (ValueError, OSError) as exc:
+        raise CliError(f"--broker {url or args.broker!r}: {exc}") from None
+
+
+def manager_for(messager: Messager, topics: Topics, log_level: str) -> ToolManager:
+    """A ToolManager on ``messager`` using ``topics``."""
+    return ToolManager(
+        messager,
+        log_level=log_level,
+        register_topic=topics.register,
+        tool_call_topic_base=topics.call_base,
+        tool_response_topic_base=topics.response_base,
+        status_topic=topics.status,
+    )
+
+
+@contextlib.asynccontextmanager
+async def connected_manager(args: argparse.Namespace) -> AsyncIterator[ToolManager]:
+    """Connect, start a ToolManager (which makes live tools register again), yield it."""
+    topics = topics_from(args)
+    messager = messager_from(args)
+    await messager.connect()
+    try:
+        manager = manager_for(messager, topics, args.log_level)
+        await manager.async_init()
+        try:
+            yield manager
+        finally:
+            await shielded(manager.aclose)
+    finally:
+        await shielded(messager.disconnect)
+
+
+def where(args: argparse.Namespace) -> str:
+    """``mqtt://host:port`` plus the topic prefix, for messages (no credentials)."""
+    try:
+        text = str(BrokerURL.parse(args.broker))
+    except ValueError:
+        text = args.broker
+    return f"{text} (topic prefix {args.topic_prefix!r})" if args.topic_prefix else text
+
+
+async def collect(seconds: float) -> None:
+    """Give live tools ``seconds`` to answer the manager's announcement."""
+    with stderr.status(Text(f"Collecting registrations for {seconds:g} s...")):
+        await asyncio.sleep(seconds)

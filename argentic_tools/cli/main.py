@@ -1,0 +1,173 @@
+"""The ``argentic-tools`` command line: run a broker, serve tools, inspect and call them.
+
+Every command except ``broker`` talks to the broker given by ``--broker`` under
+``--topic-prefix``. Data (results, ``--json`` output, events) goes to stdout;
+progress and errors go to stderr, an error being one line (with a traceback only
+under ``--debug``). Exit status: 0 on success, 1 when a call failed, 2 for a
+usage, configuration or connection problem, 130 after Ctrl-C (143 after SIGTERM
+for one-shot commands; servers stopped by SIGTERM exit 0).
+"""
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+
+from rich.logging import RichHandler
+
+from .._errors import BrokerError, ToolsError
+from .._logging import LogLevel, parse_log_level
+from .._tools.service import (
+    add_connection_arguments,
+    add_service_arguments,
+)
+from .commands import (
+    benchmark_command,
+    broker_command,
+    call_command,
+    demo_command,
+    describe_command,
+    list_command,
+    serve_command,
+    watch_command,
+)
+from .common import (
+    EXIT_CALL_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    CliError,
+    print_error,
+    run_command,
+    stderr,
+)
+
+# -- parser and entry point ------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``argentic-tools`` argument parser."""
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="argentic-tools",
+        description="Tools as MQTT microservices for LLM agents.",
+        epilog="Run `argentic-tools COMMAND --help` for the options of a command.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, help_text: str, *, client: bool = True) -> argparse.ArgumentParser:
+        # A fresh parent per command: argparse shares a parent's actions between its
+        # children, so one command's set_defaults would change every other's defaults.
+        options = argparse.ArgumentParser(add_help=False)
+        options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
+        if client:
+            add_connection_arguments(options)
+        return commands.add_parser(name, help=help_text, description=help_text, parents=[options])
+
+    broker = command("broker", "run the embedded MQTT broker until Ctrl-C", client=False)
+    broker.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    broker.add_argument("--port", type=int, default=1883, help="TCP port (0 picks a free one)")
+    broker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
+    broker.set_defaults(run=broker_command, graceful=True)
+
+    serve = command("serve", "serve @tool functions or BaseTool classes from Python modules")
+    serve.add_argument(
+        "tools",
+        nargs="+",
+        metavar="MODULE[:OBJECT]",
+        help="a module (every tool in it) or MODULE:OBJECT (a tool or a list of tools)",
+    )
+    add_service_arguments(serve)
+    serve.set_defaults(run=serve_command, graceful=True)
+
+    listing = command("list", "list the registered tools")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
+    listing.set_defaults(run=list_command, log_level="WARNING")
+
+    call = command("call", "call a tool and print its result as JSON")
+    call.add_argument("name", help="tool name (or id)")
+    call.add_argument(
+        "arguments", nargs="?", default="{}", metavar="ARGS_JSON", help="JSON object; - for stdin"
+    )
+    call.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a result")
+    call.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the tool")
+    call.set_defaults(run=call_command, log_level="WARNING")
+
+    describe = command("describe", "export the tool registry for an LLM")
+    describe.add_argument(
+        "--format", choices=("prompt", "openai", "anthropic", "mcp"), default="prompt"
+    )
+    describe.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
+    describe.set_defaults(run=describe_command, log_level="WARNING")
+
+    watch = command("watch", "print registrations, calls and results as they happen")
+    watch.add_argument("--count", type=int, default=0, help="stop after N events")
+    watch.set_defaults(run=watch_command, graceful=True, log_level="WARNING")
+
+    demo = command("demo", "start the example tools and run a short scripted agent")
+    # Without --broker the demo starts the embedded broker instead of trying 1883.
+    demo.set_defaults(run=demo_command, log_level="WARNING", broker=None)
+
+    # No options of their own (prefix_chars matches none): every argument, --help
+    # included, goes to benchmarks.run or benchmarks.soak as it is.
+    for name, help_text in (
+        ("bench", "run the benchmarks (from a source checkout)"),
+        ("soak", "make calls under a fault schedule and check none is lost (source checkout)"),
+    ):
+        runner = commands.add_parser(name, help=help_text, prefix_chars="+", add_help=False)
+        runner.add_argument("bench_args", nargs=argparse.REMAINDER)
+        runner.set_defaults(sync=benchmark_command, debug=False)
+    return parser
+
+
+def _configure_logging(level: LogLevel, debug: bool) -> None:
+    handler = RichHandler(console=stderr, show_path=False, rich_tracebacks=debug)
+    handler.setLevel(level)
+    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]", handlers=[handler])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    debug = bool(args.debug)
+    try:
+        level = parse_log_level(getattr(args, "log_level", "WARNING"))
+    except ValueError as exc:
+        parser.error(str(exc))
+    _configure_logging(level, debug)
+    try:
+        if hasattr(args, "sync"):
+            return int(args.sync(args))
+        return run_command(args.run, args, graceful=getattr(args, "graceful", False))
+    except KeyboardInterrupt:
+        stderr.print("interrupted", style="yellow")
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # noqa: BLE001 - the one place that turns any failure into a line
+        return _failure(exc, debug)
+
+
+def _failure(exc: Exception, debug: bool) -> int:
+    """Report ``exc`` as one line on stderr (and a traceback under --debug); the exit status."""
+    if isinstance(exc, BrokenPipeError):
+        # Whoever read our output left (`argentic-tools list --json | head`): no error line,
+        # and no second failure when Python flushes stdout at exit.
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CALL_FAILED
+    if debug:
+        traceback.print_exception(exc)
+    if isinstance(exc, CliError):
+        print_error(str(exc))
+        return exc.status
+    if isinstance(exc, BrokerError | ToolsError | ValueError):
+        # Connection failures, refused registrations, unusable tool definitions.
+        print_error(str(exc))
+        return EXIT_USAGE
+    print_error(f"{type(exc).__name__}: {exc}")
+    return EXIT_CALL_FAILED
