@@ -28,6 +28,7 @@ test: $(STAMP) mosquitto lint typecheck pytest
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check argentic_tools tool_clients
+	$(BIN)/lint-imports --no-logo --no-cache
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -23,11 +23,12 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
+
+from ._lifecycle import AsyncResource
 
 __all__ = ["EmbeddedBroker"]
 
@@ -71,7 +72,7 @@ def _is_address_in_use(exc: BaseException) -> bool:
     return False
 
 
-class EmbeddedBroker:
+class EmbeddedBroker(AsyncResource):
     """An MQTT 3.1.1 broker running in the current event loop.
 
     Use it as an async context manager, or call `start` and `stop` yourself. The
@@ -219,14 +220,8 @@ class EmbeddedBroker:
         finally:
             await self.stop()
 
-    async def __aenter__(self) -> Self:
+    async def _open_resource(self) -> None:
         await self.start()
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _close_resource(self) -> None:
         await self.stop()

@@ -14,6 +14,7 @@ from argentic_tools import (
     Topics,
     tool,
 )
+
 from .brokers import Mosquitto
 from .conftest import manager_for, messager_for
 

@@ -50,6 +50,7 @@ from .loading import load_tools
 
 
 async def serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``serve``: load the tools and serve them until Ctrl-C or SIGTERM."""
     tools = load_tools(args.tools)
     service = service_from_args(args, tools, log_level=args.log_level)
     async with service:
@@ -79,6 +80,7 @@ def _registry(manager: ToolManager) -> list[dict[str, Any]]:
 
 
 async def list_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``list``: collect registrations for ``--wait`` seconds and print them."""
     async with connected_manager(args) as manager:
         await collect(args.wait)
         rows = _registry(manager)
@@ -114,6 +116,7 @@ def print_json(value: Any) -> None:
 
 
 async def describe_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``describe``: print the registry in an LLM provider's tool format."""
     async with connected_manager(args) as manager:
         await collect(args.wait)
         if args.format == "prompt":
@@ -144,6 +147,7 @@ def parse_arguments(text: str) -> dict[str, Any]:
 
 
 async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``call``: call one tool and print its result as JSON (exit 1 when it failed)."""
     arguments = parse_arguments(args.arguments)
     async with connected_manager(args) as manager:
         with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
@@ -229,6 +233,7 @@ def describe_event(message: IncomingMessage) -> Text:
 
 
 async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``watch``: print every protocol message under the prefix as it happens."""
     topics = topics_from(args)
     seen = 0
 
@@ -262,6 +267,7 @@ async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
 
 
 async def broker_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``broker``: run the embedded MQTT broker until Ctrl-C."""
     from .._broker import EmbeddedBroker
 
     broker = EmbeddedBroker(args.host, args.port)
@@ -278,6 +284,7 @@ async def broker_command(args: argparse.Namespace, stop: StopRequest) -> int:
 
 
 async def demo_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``demo``: start the example tools and run the scripted agent."""
     from .demo import run_demo
 
     return await run_demo(args)

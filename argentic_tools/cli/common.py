@@ -70,6 +70,7 @@ class StopRequest:
         self.requested.set()
 
     def on_signal(self, sig: signal.Signals) -> None:
+        """Handle SIGINT/SIGTERM: a graceful command finishes on the first, others stop at once."""
         if self.received is None:
             self.received = sig
             self.requested.set()

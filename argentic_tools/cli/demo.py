@@ -70,6 +70,7 @@ class ToolProcesses:
         self.processes: dict[str, asyncio.subprocess.Process] = {}
 
     async def start(self) -> None:
+        """Start one process per example tool module, each logging to its own file."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         for module in EXAMPLES:
             extra = ["--root", str(self.workdir / "sandbox")] if module == "files" else []
@@ -93,9 +94,11 @@ class ToolProcesses:
                 )
 
     def log_path(self, module: str) -> Path:
+        """The log file of ``module``'s process."""
         return self.workdir / f"{module}.log"
 
     def log_tail(self, module: str, lines: int = 3) -> str:
+        """The last ``lines`` lines of ``module``'s log, for error messages."""
         try:
             text = self.log_path(module).read_text(errors="replace")
         except OSError:
