@@ -21,18 +21,12 @@ from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
 from .._protocol.messages import (
     PROTOCOL_VERSION,
     CallContext,
-    ClientOfflineMessage,
     ManagerOnlineMessage,
-    RegisterToolMessage,
     TaskErrorMessage,
     TaskResultMessage,
     ToolCallRequest,
     ToolCancelMessage,
-    ToolRegisteredMessage,
-    ToolRegistrationErrorMessage,
     ToolResult,
-    ToolUnregisteredMessage,
-    UnregisterToolMessage,
     parse_message,
 )
 from .._protocol.topics import (
@@ -46,9 +40,10 @@ from .._transport import IncomingMessage, Messager
 from .calls import CallBook, Pending, ToolGoneError, call_field
 from .exports import ExportFormat, export
 from .info import ToolInfo
+from .membership import Membership, publish_quietly
 from .observations import Observation, ObservationPump, ObservationRecorder
 from .policy import AllToolsEnabled, ToolPolicy
-from .registry import Entry, RegistrationRefusedError, ToolRegistry, matching
+from .registry import Entry, ToolRegistry, matching
 
 logger = logging.getLogger("argentic_tools.manager")
 
@@ -109,6 +104,15 @@ class ToolManager(AsyncResource):
         self._calls = CallBook(self._registry, messager.client_id)
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
+        self._membership = Membership(
+            self._registry,
+            self._calls,
+            messager,
+            self.topics,
+            self.logger,
+            self._drops,
+            self._background,
+        )
         self._pump = ObservationPump(recorder) if recorder is not None else None
         self._initialised = False
 
@@ -134,7 +138,7 @@ class ToolManager(AsyncResource):
             raise RuntimeError("this ToolManager is already initialised")
         self._initialised = True
         try:
-            await self.messager.subscribe(self.topics.register, self._on_register_topic)
+            await self.messager.subscribe(self.topics.register, self._membership.on_register_topic)
             await self.messager.subscribe(self.topics.response_filter, self._on_response)
             self.messager.add_reconnect_hook(self._reconnected)
             await self._announce()
@@ -163,7 +167,7 @@ class ToolManager(AsyncResource):
     async def _detach(self) -> None:
         self.messager.remove_reconnect_hook(self._reconnected)
         for topic, handler in (
-            (self.topics.register, self._on_register_topic),
+            (self.topics.register, self._membership.on_register_topic),
             (self.topics.response_filter, self._on_response),
         ):
             with contextlib.suppress(Exception):
@@ -285,114 +289,8 @@ class ToolManager(AsyncResource):
             if current.epoch is None or current.epoch >= self.messager.connections:
                 return sent_on
 
-    def _resend_lost(self, entry: Entry) -> None:
-        """Send again the tasks to a tool that went out on an earlier connection.
-
-        The tool runs a task id once: for a task it already ran it sends the recorded
-        result again, and it ignores one still running.
-        """
-        topic = self.topics.call(entry.info.id)
-        for pending in self._calls.lost(entry):
-            self._background.spawn(self._publish_quietly(topic, pending.task), "resend")
-
-    def _on_register_topic(self, message: IncomingMessage) -> None:
-        try:
-            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
-        except ProtocolError as exc:
-            self._drops.drop(message.topic, str(exc))
-            return
-        if isinstance(parsed, RegisterToolMessage):
-            self._handle_register(parsed)
-        elif isinstance(parsed, UnregisterToolMessage):
-            entry = self._registry.get(parsed.tool_id)
-            if entry is None:
-                self.logger.debug("unregistration of unknown tool id %s", parsed.tool_id)
-            elif parsed.source is not None and entry.info.source not in (None, parsed.source):
-                self._drops.drop(
-                    message.topic,
-                    f"{parsed.source} cannot unregister "
-                    f"tool {parsed.tool_id} owned by {entry.info.source}",
-                )
-            else:
-                self._remove(entry, "unregistered")
-        elif isinstance(parsed, ClientOfflineMessage):
-            for entry in self._registry.from_source(parsed.source):
-                self._remove(entry, "offline")
-            # Calls to tools that already unregistered but were still finishing.
-            self._calls.fail(lambda p: p.source == parsed.source)
-        else:
-            self._drops.drop(message.topic, f"unexpected {parsed.type} message")
-
-    def _handle_register(self, reg: RegisterToolMessage) -> None:
-        try:
-            entry, is_new, replaced = self._registry.admit(reg, self.messager.connections)
-        except RegistrationRefusedError as exc:
-            self._drops.drop(
-                self.topics.register, f"registration of {reg.tool_name!r} refused: {exc}"
-            )
-            self._spawn(
-                self._publish_status(
-                    ToolRegistrationErrorMessage(
-                        source=self.messager.client_id,
-                        tool_name=str(reg.tool_name),
-                        error=str(exc),
-                        tool_id=reg.tool_id,
-                        target=reg.source,
-                    )
-                )
-            )
-            return
-        for old in replaced:
-            self._announce_removal(old.info, "replaced")
-        info = entry.info
-        if is_new:
-            self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
-        else:
-            self._resend_lost(entry)
-        self._spawn(
-            self._publish_status(
-                ToolRegisteredMessage(
-                    source=self.messager.client_id,
-                    tool_id=info.id,
-                    tool_name=info.name,
-                    target=info.source,
-                )
-            )
-        )
-
-    def _remove(self, entry: Entry, reason: str) -> None:
-        if not self._registry.remove(entry):
-            return
-        info = entry.info
-        self._calls.drop_lost(info.id)
-        if reason == "offline":
-            # An unregistering tool finishes its in-flight calls (graceful shutdown);
-            # a dead one never will.
-            self._calls.fail(lambda pending: pending.tool_id == info.id)
-        self._announce_removal(info, reason)
-
-    def _announce_removal(self, info: ToolInfo, reason: str) -> None:
-        self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
-        self._spawn(
-            self._publish_status(
-                ToolUnregisteredMessage(
-                    source=self.messager.client_id,
-                    tool_id=info.id,
-                    tool_name=info.name,
-                    reason=reason,
-                )
-            )
-        )
-
-    async def _publish_status(self, message: Any) -> None:
-        await self._publish_quietly(self.topics.status, message)
-
     async def _publish_quietly(self, topic: str, message: Any) -> None:
-        try:
-            async with asyncio.timeout(10):
-                await self.messager.publish(topic, message)
-        except (TimeoutError, BrokerError) as exc:
-            self.logger.warning("could not publish %s: %s", getattr(message, "type", "a task"), exc)
+        await publish_quietly(self.messager, self.logger, topic, message)
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         self._background.spawn(coro, "status")

@@ -5,7 +5,8 @@ reconnect hooks) and :class:`BrokerURL`; every reach into the MQTT libraries'
 private attributes lives in :mod:`._internals`.
 """
 
-from .messager import Handler, IncomingMessage, Messager, ReconnectHook, topic_matches
+from .messager import Messager
+from .routing import Handler, IncomingMessage, ReconnectHook, topic_matches
 from .url import BrokerURL, build_tls_context, make_client_id
 
 __all__ = [

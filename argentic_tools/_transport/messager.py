@@ -14,7 +14,6 @@ import random
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiomqtt
@@ -30,6 +29,7 @@ from .._protocol.messages import (
 )
 from .._protocol.topics import DEFAULT_REGISTER_TOPIC
 from . import _internals
+from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions
 from .url import BrokerURL, build_tls_context, make_client_id
 
 logger = logging.getLogger("argentic_tools.transport")
@@ -47,38 +47,6 @@ paho keeps about 1 KB per unacknowledged message (a record with its own lock and
 condition, and the packet). Unbounded, a burst of 10,000 calls held all of it at
 once: 6.6 KB per pending call against 3.9 KB with this window, and the burst took
 3.7 s against 2.8 s. On loopback a window of 64 already keeps the broker busy."""
-
-
-@dataclass(frozen=True, slots=True)
-class IncomingMessage:
-    """One message as received: its topic and raw payload."""
-
-    topic: str
-    payload: bytes
-    retain: bool = False
-
-
-Handler = Callable[[IncomingMessage], Awaitable[None] | None]
-"""Receives each message matching a subscription.
-
-Plain functions run inline, in arrival order, and must not block; coroutine
-functions are started as tasks owned by the Messager."""
-
-ReconnectHook = Callable[[], Awaitable[None]]
-"""An async callable run after every reconnection, once subscriptions are restored."""
-
-
-def topic_matches(topic_filter: str, topic: str) -> bool:
-    filter_levels = topic_filter.split("/")
-    topic_levels = topic.split("/")
-    for index, level in enumerate(filter_levels):
-        if level == "#":
-            return True
-        if index >= len(topic_levels):
-            return False
-        if level != "+" and level != topic_levels[index]:
-            return False
-    return len(filter_levels) == len(topic_levels)
 
 
 def _describe_mqtt_error(exc: Exception) -> str:
@@ -157,8 +125,7 @@ class Messager(AsyncResource):
         self.connect_timeout = connect_timeout
         self.persistent_session = persistent_session
         self.logger = InstanceLogger(logger, log_level, {"client_id": self.client_id})
-        self._exact: dict[str, list[Handler]] = {}
-        self._wildcard: list[tuple[str, Handler]] = []
+        self._subscriptions = Subscriptions()
         self._client: aiomqtt.Client | None = None
         self._connected = asyncio.Event()
         self._closing = False
@@ -288,11 +255,7 @@ class Messager(AsyncResource):
         Several handlers may share a topic; each receives every message. The
         subscription is restored after reconnections.
         """
-        is_new = not self._has_filter(topic)
-        if "+" in topic or "#" in topic:
-            self._wildcard.append((topic, handler))
-        else:
-            self._exact.setdefault(topic, []).append(handler)
+        is_new = self._subscriptions.add(topic, handler)
         if is_new and self._client is not None and self._connected.is_set():
             try:
                 await self._client.subscribe(topic, qos=1)
@@ -302,17 +265,11 @@ class Messager(AsyncResource):
 
     async def unsubscribe(self, topic: str, handler: Handler | None = None) -> None:
         """Remove ``handler`` (or every handler) from ``topic``; unsubscribe when none is left."""
-        if topic in self._exact:
-            handlers = self._exact[topic]
-            self._exact[topic] = [h for h in handlers if handler is not None and h != handler]
-            if not self._exact[topic]:
-                del self._exact[topic]
-        self._wildcard = [
-            (f, h)
-            for f, h in self._wildcard
-            if f != topic or (handler is not None and h != handler)
-        ]
-        if not self._has_filter(topic) and self._client is not None and self.is_connected():
+        if (
+            self._subscriptions.remove(topic, handler)
+            and self._client is not None
+            and self.is_connected()
+        ):
             with contextlib.suppress(aiomqtt.MqttError):
                 await self._client.unsubscribe(topic)
 
@@ -395,12 +352,6 @@ class Messager(AsyncResource):
             if not future.done():
                 future.set_result(None)
 
-    def _has_filter(self, topic: str) -> bool:
-        return topic in self._exact or any(f == topic for f, _ in self._wildcard)
-
-    def _filters(self) -> list[str]:
-        return [*self._exact, *dict.fromkeys(f for f, _ in self._wildcard)]
-
     async def _open(self) -> aiomqtt.Client:
         will = None
         if self.will_topic:
@@ -442,7 +393,7 @@ class Messager(AsyncResource):
                 f"cannot connect to the MQTT broker at {where}: {problem}"
             ) from None
         try:
-            for topic in self._filters():
+            for topic in self._subscriptions.filters():
                 await client.subscribe(topic, qos=1)
         except aiomqtt.MqttError as exc:
             with contextlib.suppress(Exception):
@@ -514,11 +465,8 @@ class Messager(AsyncResource):
             )
             return
         incoming = IncomingMessage(topic, payload, bool(message.retain))
-        for handler in self._exact.get(topic, ()):
+        for handler in self._subscriptions.handlers_for(topic):
             self._dispatch(handler, incoming)
-        for topic_filter, handler in self._wildcard:
-            if topic_matches(topic_filter, topic):
-                self._dispatch(handler, incoming)
 
     def _dispatch(self, handler: Handler, message: IncomingMessage) -> None:
         try:

@@ -1,0 +1,186 @@
+"""Who is on the bus: registrations, unregistrations and Last Wills on the register topic.
+
+:class:`Membership` turns each message on the register topic into a registry
+decision (admit, refuse, replace, remove), answers on the status topic, ends the
+calls of a tool whose process died, and re-sends tasks lost with a restarted
+broker once their tool registers again.
+"""
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from .._errors import BrokerError, ProtocolError
+from .._lifecycle import TaskSet
+from .._logging import DropLog, InstanceLogger
+from .._protocol.messages import (
+    ClientOfflineMessage,
+    RegisterToolMessage,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    ToolUnregisteredMessage,
+    UnregisterToolMessage,
+    parse_message,
+)
+from .._protocol.topics import Topics
+from .._transport import IncomingMessage, Messager
+from .calls import CallBook
+from .info import ToolInfo
+from .registry import Entry, RegistrationRefusedError, ToolRegistry
+
+
+async def publish_quietly(
+    messager: Messager,
+    logger: "logging.Logger | InstanceLogger",
+    topic: str,
+    message: Any,
+) -> None:
+    """Publish within 10 s, or log why not: for messages nobody waits on."""
+    try:
+        async with asyncio.timeout(10):
+            await messager.publish(topic, message)
+    except (TimeoutError, BrokerError) as exc:
+        logger.warning("could not publish %s: %s", getattr(message, "type", "a task"), exc)
+
+
+class Membership:
+    """The register-topic side of one manager.
+
+    Args:
+        registry: The manager's registry.
+        calls: The manager's pending calls.
+        messager: The manager's connection.
+        topics: The manager's topics.
+        logger: The manager's logger.
+        drops: Where rejected messages are logged (rate-limited).
+        tasks: Owns the publishes this starts (the manager cancels them on close).
+
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        calls: CallBook,
+        messager: Messager,
+        topics: Topics,
+        logger: InstanceLogger,
+        drops: DropLog,
+        tasks: TaskSet,
+    ) -> None:
+        self.registry = registry
+        self.calls = calls
+        self.messager = messager
+        self.topics = topics
+        self.logger = logger
+        self._drops = drops
+        self._tasks = tasks
+
+    def _resend_lost(self, entry: Entry) -> None:
+        """Send again the tasks to a tool that went out on an earlier connection.
+
+        The tool runs a task id once: for a task it already ran it sends the recorded
+        result again, and it ignores one still running.
+        """
+        topic = self.topics.call(entry.info.id)
+        for pending in self.calls.lost(entry):
+            self._tasks.spawn(self._publish_quietly(topic, pending.task), "resend")
+
+    def on_register_topic(self, message: IncomingMessage) -> None:
+        """Handle one message on the register topic (the Messager's handler)."""
+        try:
+            parsed = parse_message(message.payload, self.messager.max_payload_bytes)
+        except ProtocolError as exc:
+            self._drops.drop(message.topic, str(exc))
+            return
+        if isinstance(parsed, RegisterToolMessage):
+            self._handle_register(parsed)
+        elif isinstance(parsed, UnregisterToolMessage):
+            entry = self.registry.get(parsed.tool_id)
+            if entry is None:
+                self.logger.debug("unregistration of unknown tool id %s", parsed.tool_id)
+            elif parsed.source is not None and entry.info.source not in (None, parsed.source):
+                self._drops.drop(
+                    message.topic,
+                    f"{parsed.source} cannot unregister "
+                    f"tool {parsed.tool_id} owned by {entry.info.source}",
+                )
+            else:
+                self._remove(entry, "unregistered")
+        elif isinstance(parsed, ClientOfflineMessage):
+            for entry in self.registry.from_source(parsed.source):
+                self._remove(entry, "offline")
+            # Calls to tools that already unregistered but were still finishing.
+            self.calls.fail(lambda p: p.source == parsed.source)
+        else:
+            self._drops.drop(message.topic, f"unexpected {parsed.type} message")
+
+    def _handle_register(self, reg: RegisterToolMessage) -> None:
+        try:
+            entry, is_new, replaced = self.registry.admit(reg, self.messager.connections)
+        except RegistrationRefusedError as exc:
+            self._drops.drop(
+                self.topics.register, f"registration of {reg.tool_name!r} refused: {exc}"
+            )
+            self._spawn(
+                self._publish_status(
+                    ToolRegistrationErrorMessage(
+                        source=self.messager.client_id,
+                        tool_name=str(reg.tool_name),
+                        error=str(exc),
+                        tool_id=reg.tool_id,
+                        target=reg.source,
+                    )
+                )
+            )
+            return
+        for old in replaced:
+            self._announce_removal(old.info, "replaced")
+        info = entry.info
+        if is_new:
+            self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
+        else:
+            self._resend_lost(entry)
+        self._spawn(
+            self._publish_status(
+                ToolRegisteredMessage(
+                    source=self.messager.client_id,
+                    tool_id=info.id,
+                    tool_name=info.name,
+                    target=info.source,
+                )
+            )
+        )
+
+    def _remove(self, entry: Entry, reason: str) -> None:
+        if not self.registry.remove(entry):
+            return
+        info = entry.info
+        self.calls.drop_lost(info.id)
+        if reason == "offline":
+            # An unregistering tool finishes its in-flight calls (graceful shutdown);
+            # a dead one never will.
+            self.calls.fail(lambda pending: pending.tool_id == info.id)
+        self._announce_removal(info, reason)
+
+    def _announce_removal(self, info: ToolInfo, reason: str) -> None:
+        self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
+        self._spawn(
+            self._publish_status(
+                ToolUnregisteredMessage(
+                    source=self.messager.client_id,
+                    tool_id=info.id,
+                    tool_name=info.name,
+                    reason=reason,
+                )
+            )
+        )
+
+    async def _publish_status(self, message: Any) -> None:
+        await self._publish_quietly(self.topics.status, message)
+
+    async def _publish_quietly(self, topic: str, message: Any) -> None:
+        await publish_quietly(self.messager, self.logger, topic, message)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        self._tasks.spawn(coro, "status")

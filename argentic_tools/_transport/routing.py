@@ -1,0 +1,89 @@
+"""Which handlers receive a message: the subscription table of one connection.
+
+Exact topics are a dict lookup; wildcard filters (``+``, ``#``) are matched in
+order. Both survive reconnections: the connection subscribes to :meth:`filters`
+again each time it is re-established.
+"""
+
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """One message as received: its topic and raw payload."""
+
+    topic: str
+    payload: bytes
+    retain: bool = False
+
+
+Handler = Callable[[IncomingMessage], Awaitable[None] | None]
+"""Receives each message matching a subscription.
+
+Plain functions run inline, in arrival order, and must not block; coroutine
+functions are started as tasks owned by the Messager."""
+
+ReconnectHook = Callable[[], Awaitable[None]]
+"""An async callable run after every reconnection, once subscriptions are restored."""
+
+
+def topic_matches(topic_filter: str, topic: str) -> bool:
+    """True when ``topic`` matches the MQTT filter ``topic_filter`` (``+`` and ``#``)."""
+    filter_levels = topic_filter.split("/")
+    topic_levels = topic.split("/")
+    for index, level in enumerate(filter_levels):
+        if level == "#":
+            return True
+        if index >= len(topic_levels):
+            return False
+        if level != "+" and level != topic_levels[index]:
+            return False
+    return len(filter_levels) == len(topic_levels)
+
+
+class Subscriptions:
+    """Handlers by topic filter; several handlers may share one filter."""
+
+    def __init__(self) -> None:
+        self._exact: dict[str, list[Handler]] = {}
+        self._wildcard: list[tuple[str, Handler]] = []
+
+    def add(self, topic: str, handler: Handler) -> bool:
+        """Add ``handler`` for ``topic``; True when no handler had this filter before."""
+        is_new = not self.has(topic)
+        if "+" in topic or "#" in topic:
+            self._wildcard.append((topic, handler))
+        else:
+            self._exact.setdefault(topic, []).append(handler)
+        return is_new
+
+    def remove(self, topic: str, handler: Handler | None = None) -> bool:
+        """Remove ``handler`` (every handler when None); True when the filter has none left."""
+        if topic in self._exact:
+            handlers = [h for h in self._exact[topic] if handler is not None and h != handler]
+            if handlers:
+                self._exact[topic] = handlers
+            else:
+                del self._exact[topic]
+        self._wildcard = [
+            (f, h)
+            for f, h in self._wildcard
+            if f != topic or (handler is not None and h != handler)
+        ]
+        return not self.has(topic)
+
+    def has(self, topic: str) -> bool:
+        """True when some handler has exactly this filter."""
+        return topic in self._exact or any(f == topic for f, _ in self._wildcard)
+
+    def filters(self) -> list[str]:
+        """Every filter with a handler, each once."""
+        return [*self._exact, *dict.fromkeys(f for f, _ in self._wildcard)]
+
+    def handlers_for(self, topic: str) -> Iterator[Handler]:
+        """The handlers a message on ``topic`` goes to, in subscription order per kind."""
+        yield from self._exact.get(topic, ())
+        for topic_filter, handler in self._wildcard:
+            if topic_matches(topic_filter, topic):
+                yield handler
