@@ -15,7 +15,7 @@ from typing import Any
 
 from .._protocol.messages import RegisterToolMessage
 from .._protocol.topics import is_valid_tool_id, tool_name_problem
-from .._protocol.validation import SchemaValidator, compiled_validator
+from .._protocol.validation import SchemaValidator, ValidatorCache
 from .exports import export, prompt_entry, provider_name
 from .info import ToolInfo
 
@@ -34,14 +34,21 @@ class RegistrationRefusedError(ValueError):
 class Entry:
     """One registered tool instance and what calls to it need."""
 
-    __slots__ = ("epoch", "info", "public", "ready_at", "validator")
+    __slots__ = ("epoch", "info", "output_validator", "public", "ready_at", "validator")
 
     def __init__(
-        self, info: ToolInfo, validator: SchemaValidator, ready_at: float, epoch: int | None
+        self,
+        info: ToolInfo,
+        validator: SchemaValidator,
+        ready_at: float,
+        epoch: int | None,
+        output_validator: SchemaValidator | None = None,
     ) -> None:
         self.info = info
         self.validator = validator
         """The argument schema, compiled at registration."""
+        self.output_validator = output_validator
+        """The output schema, compiled at registration (None when the tool declares none)."""
         self.ready_at = ready_at
         """Loop time before which calls wait (plain Argentic tools only; else 0)."""
         self.epoch = epoch
@@ -56,12 +63,6 @@ class Entry:
             "source_client_id": info.source,
             "tags": list(info.tags),
         }
-
-    @property
-    def output_validator(self) -> SchemaValidator | None:
-        """The output schema, compiled on first use (None when the tool declares none)."""
-        schema = self.info.output_schema
-        return None if schema is None else compiled_validator(schema)
 
 
 class ToolRegistry:
@@ -78,6 +79,7 @@ class ToolRegistry:
         self._waiters: set[asyncio.Future[None]] = set()
         self._prompt_cache: str | None = None
         self._export_cache: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+        self._validators = ValidatorCache()
 
     # -- reading -------------------------------------------------------------
 
@@ -174,9 +176,16 @@ class ToolRegistry:
             raise RegistrationRefusedError("the argument schema must be a JSON object")
         schema = schema or _EMPTY_OBJECT
         try:
-            validator = compiled_validator(schema)
+            validator = self._validators.get(schema)
         except ValueError as exc:
             raise RegistrationRefusedError(str(exc)) from None
+        output_schema = spec.output_schema if spec else None
+        try:
+            output_validator = (
+                None if output_schema is None else self._validators.get(output_schema)
+            )
+        except ValueError as exc:
+            raise RegistrationRefusedError(f"output schema: {exc}") from None
         tool_id = reg.tool_id
         if tool_id is not None:
             holder = self._entries.get(tool_id)
@@ -215,9 +224,9 @@ class ToolRegistry:
                 if previous is not None
                 else (asyncio.get_running_loop().time() + LEGACY_SETTLE_SECONDS)
             )
-            entry = Entry(info, validator, ready_at, None)
+            entry = Entry(info, validator, ready_at, None, output_validator)
         else:
-            entry = Entry(info, validator, 0.0, epoch)
+            entry = Entry(info, validator, 0.0, epoch, output_validator)
         if previous is not None:
             self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
         else:

@@ -5,9 +5,9 @@ and checks arguments before anything is published; both sides describe
 problems the same way: ``{"path": "$.a[0]", "message": ..., "got": ...}``.
 """
 
-import functools
 import json
 import typing
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -141,19 +141,33 @@ class SchemaValidator:
         return problems
 
 
-@functools.lru_cache(maxsize=4096)
-def _compiled(canonical: str) -> SchemaValidator:
-    return SchemaValidator(json.loads(canonical))
+class ValidatorCache:
+    """Validators by canonical schema, compiled once each (tools re-register often).
 
-
-def compiled_validator(schema: dict[str, Any]) -> SchemaValidator:
-    """A validator for ``schema``, compiled once per distinct schema (tools re-register often).
-
-    Raises:
-        ValueError: ``schema`` is not a valid JSON Schema.
-
+    Owned by whoever compiles (each manager's registry), bounded to ``size``
+    distinct schemas, least recently used dropped first.
     """
-    return _compiled(json.dumps(schema, sort_keys=True, separators=(",", ":")))
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._validators: OrderedDict[str, SchemaValidator] = OrderedDict()
+
+    def get(self, schema: dict[str, Any]) -> SchemaValidator:
+        """The validator for ``schema``.
+
+        Raises:
+            ValueError: ``schema`` is not a valid JSON Schema.
+
+        """
+        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        validator = self._validators.get(key)
+        if validator is None:
+            validator = self._validators[key] = SchemaValidator(json.loads(key))
+            if len(self._validators) > self._size:
+                self._validators.popitem(last=False)
+        else:
+            self._validators.move_to_end(key)
+        return validator
 
 
 def describe_problems(problems: list[dict[str, Any]]) -> str:
