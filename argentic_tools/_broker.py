@@ -23,6 +23,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -100,15 +101,26 @@ class EmbeddedBroker(AsyncResource):
             machine only; use ``"0.0.0.0"`` to accept them from the network.
         port: TCP port to listen on, or ``0`` to pick a free port at start.
         allow_anonymous: Accept clients that send no user name.
+        port_picker: With ``port=0``, how the port is picked: called with ``host``,
+            it returns a port to listen on (for instance one from a range a firewall
+            allows). When another process takes that port before the broker binds
+            it, the picker is called again, up to five times in all. The default
+            returns a port that nothing listens on at the time of the call.
 
     """
 
     def __init__(
-        self, host: str = "127.0.0.1", port: int = 0, *, allow_anonymous: bool = True
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        allow_anonymous: bool = True,
+        port_picker: Callable[[str], int] | None = None,
     ) -> None:
         self._host = host
         self._port = port
         self._allow_anonymous = allow_anonymous
+        self._pick_port = port_picker or _pick_free_port
         self._broker: Any = None
 
     @property
@@ -174,7 +186,7 @@ class EmbeddedBroker(AsyncResource):
             # A restarted broker listens on the port it had before, so clients can
             # reconnect to the same URL; only a port that was never chosen is picked.
             picked = self._port == 0
-            port = self._port or _pick_free_port(self._host)
+            port = self._port or self._pick_port(self._host)
             broker = Broker(self._config(port))
             try:
                 await broker.start()

@@ -11,8 +11,9 @@ import anyio
 import pytest
 from anyio.abc import Process
 
-from argentic_tools import _broker
-from argentic_tools._broker import EmbeddedBroker
+from argentic_tools import EmbeddedBroker
+
+from .brokers import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -187,17 +188,39 @@ async def test_serve_forever_runs_until_cancelled() -> None:
     assert not broker.running
 
 
-async def test_a_port_taken_after_it_was_picked_is_replaced(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_port_taken_after_it_was_picked_is_replaced_by_a_fresh_pick() -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         # The race: another process binds the picked port before the broker does.
-        picks = iter([taken.getsockname()[1], _broker._pick_free_port("127.0.0.1")])
-        monkeypatch.setattr(_broker, "_pick_free_port", lambda host: next(picks))
+        picks = [int(taken.getsockname()[1]), free_port()]
+        asked: list[str] = []
 
-        async with EmbeddedBroker() as broker:
-            assert broker.port != taken.getsockname()[1]
+        def picker(host: str) -> int:
+            asked.append(host)
+            return picks[len(asked) - 1]
+
+        async with EmbeddedBroker(port_picker=picker) as broker:
+            assert asked == ["127.0.0.1", "127.0.0.1"]
+            assert broker.port == picks[1]
             async with client(broker) as probe:
                 await probe.publish("probe", b"", qos=1)
+
+
+async def test_picking_only_taken_ports_gives_up_after_five_attempts() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        asked: list[str] = []
+
+        def picker(host: str) -> int:
+            asked.append(host)
+            return port
+
+        broker = EmbeddedBroker(port_picker=picker)
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{port}"):
+            await broker.start()
+
+    assert asked == ["127.0.0.1"] * 5
+    assert not broker.running

@@ -15,6 +15,7 @@ from argentic_tools import TaskErrorMessage, TaskStatus, Topics
 
 from .brokers import ThreadedEmbeddedBroker, running_mosquitto
 from .conftest import ToolProcess, manager_for, messager_for, ready
+from .observers import spy_on_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -46,10 +47,13 @@ async def test_register_call_timeout_and_last_will_on_any_broker(
             assert echoed.result == "portable"
             slow = await manager.execute_tool("sleep", {"seconds": 5}, timeout=0.2)
             assert slow.status == TaskStatus.TIMEOUT
-            pending = asyncio.create_task(manager.execute_tool("sleep", {"seconds": 60}))
-            with anyio.fail_after(10):
-                while manager.pending_calls < 1:
-                    await asyncio.sleep(0)
+            sleep_id = manager.tools_by_name["sleep"]["id"]
+            async with spy_on_calls(any_broker.url, topics, sleep_id) as spy:
+                pending = asyncio.create_task(
+                    manager.execute_tool("sleep", {"seconds": 60}, call_id="doomed")
+                )
+                # The task went through the broker to the tool before it is killed.
+                assert await spy.wait_for_calls(1) == ["doomed"]
             proc.kill()
             with anyio.fail_after(20):
                 result = await pending

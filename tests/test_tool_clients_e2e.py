@@ -5,6 +5,7 @@ tool_clients.X --broker ... --topic-prefix ...``), calls its tools through a Too
 then stops it with SIGTERM and expects exit status 0 and the tools unregistered.
 """
 
+import asyncio
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,18 @@ from typing import Any
 import anyio
 import pytest
 
-from argentic_tools import TaskErrorMessage, TaskStatus, ToolInfo, ToolManager, ToolResult
+from argentic_tools import (
+    TaskErrorMessage,
+    TaskStatus,
+    ToolInfo,
+    ToolManager,
+    ToolResult,
+    Topics,
+)
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess
+from .observers import spy_on_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -250,7 +259,7 @@ async def test_clock_client_tells_utc_time_and_names_an_unknown_zone(
 async def test_slow_client_times_out_a_long_sleep_while_echo_still_answers(
     mosquitto: Mosquitto, prefix: str, manager: ToolManager
 ) -> None:
-    # A short grace period: the timed-out sleep is still running when SIGTERM arrives.
+    # A short grace period: a sleep still running when SIGTERM arrives gets cancelled.
     with ToolProcess("tool_clients.slow", mosquitto.url, prefix, "--grace-period", "0.5") as proc:
         infos = await registered(proc, manager, "sleep", "echo")
         for info in infos:
@@ -264,8 +273,26 @@ async def test_slow_client_times_out_a_long_sleep_while_echo_still_answers(
         assert "Tool 'sleep' timed out" in slow.error
         assert manager.pending_calls == 0
 
-        # The sleep goes on in the tool process; it does not hold up other calls.
-        assert await ok(manager, "echo", {"message": "still here"}) == "still here"
         negative = await failure(manager, "sleep", {"seconds": -1})
         assert negative.error_code == "invalid_arguments"
+
+        # A sleep that reached the tool does not hold up other calls: echo answers while
+        # the sleep's own call is still waiting for its result.
+        sleep_id = infos[0].id
+        async with spy_on_calls(mosquitto.url, Topics.with_prefix(prefix), sleep_id) as spy:
+            sleeping = asyncio.create_task(
+                manager.execute_tool("sleep", {"seconds": 30}, call_id="long", timeout=60)
+            )
+            assert await spy.wait_for_calls(1) == ["long"]
+        assert await ok(manager, "echo", {"message": "still here"}) == "still here"
+        assert not sleeping.done()
         await stop_cleanly(proc, manager, infos)
+        # The sleep outlived the half-second grace period: the tool cancelled it and said so.
+        with anyio.fail_after(15):
+            ended = await sleeping
+        assert isinstance(ended, TaskErrorMessage)
+        assert (ended.call_id, ended.status, ended.error_code) == (
+            "long",
+            TaskStatus.CANCELLED,
+            "cancelled",
+        )

@@ -1,6 +1,5 @@
 """The Messager against real brokers: URLs, failures, credentials, TLS and socket options."""
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -9,8 +8,13 @@ import anyio
 import anyio.abc
 import pytest
 
-from argentic_tools import BrokerUnavailableError, BrokerURL, Messager, PayloadTooLargeError
-from argentic_tools._transport import IncomingMessage
+from argentic_tools import (
+    BrokerUnavailableError,
+    BrokerURL,
+    IncomingMessage,
+    Messager,
+    PayloadTooLargeError,
+)
 
 from .brokers import Mosquitto, free_port, running_mosquitto
 
@@ -88,11 +92,11 @@ async def test_connecting_twice_is_an_error(mosquitto: Mosquitto) -> None:
 
 
 async def test_tcp_nodelay_is_set_on_the_client_socket(mosquitto: Mosquitto) -> None:
-    async with Messager(mosquitto.url) as messager:
-        assert messager._client is not None
-        sock = messager._client._client.socket()
-        assert isinstance(sock, socket.socket)
-        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    messager = Messager(mosquitto.url)
+    assert messager.tcp_nodelay is None  # no socket before connecting
+    async with messager:
+        assert messager.tcp_nodelay is True
+    assert messager.tcp_nodelay is None
 
 
 async def test_oversized_publish_is_refused_before_sending(mosquitto: Mosquitto) -> None:
@@ -135,6 +139,7 @@ async def test_tls_settings_reach_the_client(tmp_path: Path) -> None:
         url = f"mqtts://127.0.0.1:{broker.port}"
         async with Messager(url, tls_params={"ca_certs": str(ca_file)}) as messager:
             await messager.publish("tls/check", b"ok")
+            assert messager.tcp_nodelay is True  # under TLS too
         # Without our CA the server certificate is not trusted: a clear error, not a hang.
         with pytest.raises(BrokerUnavailableError, match=r"127\.0\.0\.1"):
             await Messager(url, connect_timeout=5).connect()

@@ -161,6 +161,22 @@ class Messager(AsyncResource):
         """True while the connection to the broker is up."""
         return self._connected.is_set()
 
+    @property
+    def tcp_nodelay(self) -> bool | None:
+        """Whether the live connection's socket has Nagle's algorithm off (``TCP_NODELAY``).
+
+        Read from the socket itself, so it reports what the operating system applies;
+        None while not connected. Calls and results are small messages: with Nagle's
+        algorithm on, each one could wait for the acknowledgement of the one before.
+        """
+        client = self._client
+        if client is None or not self.is_connected():
+            return None
+        sock = _internals.socket_of(client)
+        if not isinstance(sock, socket.socket):
+            return None
+        return bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+
     async def wait_connected(self) -> None:
         """Return once the connection is up (at once when it is); bound it with a deadline."""
         await self._connected.wait()
