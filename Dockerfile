@@ -19,7 +19,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY argentic_tools ./argentic_tools
 COPY tool_clients ./tool_clients
-RUN pip install ".[cli]" && rm -rf /src
+RUN pip install '.[cli]' && rm -rf /src
 
 # Tools run unprivileged. /data is the files tool's sandbox; a named volume mounted
 # there starts out owned by this user.

@@ -59,7 +59,10 @@ async def test_argentic_style_base_tool_registers_serves_and_unregisters(
         assert info.id == tool_id == greeter.id
         assert info.input_schema["required"] == ["name"]
         result = await manager.execute_tool("greeter", {"name": "Ada"}, task_id_override="t-1")
-        assert result.result == "hello Ada (task t-1)"
+        # The override labels the result; the tool sees the unique id the task travelled under.
+        assert result.task_id == "t-1"
+        assert result.result.startswith("hello Ada (task ")
+        assert result.result != "hello Ada (task t-1)"
         await greeter.unregister()
         await manager.wait_for_tool_removed(tool_id, timeout=10)
         gone = await manager.execute_tool("greeter", {"name": "Ada"})

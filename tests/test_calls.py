@@ -9,17 +9,20 @@ import pytest
 from argentic_tools import (
     CallContext,
     TaskErrorMessage,
+    TaskMessage,
     TaskResultMessage,
     TaskStatus,
     ToolCallRequest,
     ToolManager,
     ToolRegisteredMessage,
+    ToolService,
     Topics,
     parse_message,
 )
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess, ready
+from .observers import Rendezvous
 
 pytestmark = pytest.mark.anyio
 
@@ -73,7 +76,9 @@ async def test_invalid_arguments_give_an_error_before_anything_is_published(
         with anyio.fail_after(5):
             first = await anext(aiter(spy.messages))
         # The first task the tool topic ever saw is the valid call: the invalid one never left.
-        assert parse_message(first.payload).task_id == good.task_id  # type: ignore[arg-type, attr-defined]
+        first_task = parse_message(first.payload)
+        assert isinstance(first_task, TaskMessage)
+        assert first_task.task_id == good.task_id
 
 
 async def test_arguments_given_as_a_json_string_are_refused_with_a_fix(
@@ -87,14 +92,25 @@ async def test_arguments_given_as_a_json_string_are_refused_with_a_fix(
 
 
 async def test_slow_tool_times_out_with_timeout_status(
-    manager: ToolManager, tool_process: ToolProcess
+    mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
 ) -> None:
     await ready(manager)
-    result = await manager.execute_tool("sleep", {"seconds": 30}, timeout=0.3)
-    assert isinstance(result, TaskErrorMessage)
-    assert result.status == TaskStatus.TIMEOUT
-    assert "Tool 'sleep' timed out" in result.error
-    assert manager.pending_calls == 0
+    sleep_id = manager.tools_by_name["sleep"]["id"]
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
+        await spy.subscribe(topics.response(sleep_id), qos=1)
+        result = await manager.execute_tool("sleep", {"seconds": 30}, timeout=0.3)
+        assert isinstance(result, TaskErrorMessage)
+        assert result.status == TaskStatus.TIMEOUT
+        assert "Tool 'sleep' timed out" in result.error
+        assert manager.pending_calls == 0
+        # The manager tells the tool to stop: the tool answers that it cancelled the task
+        # (so it is not left sleeping for the rest of its 30 s).
+        with anyio.fail_after(10):
+            message = await anext(aiter(spy.messages))
+        cancelled = parse_message(message.payload)
+        assert isinstance(cancelled, TaskErrorMessage)
+        assert cancelled.task_id == result.task_id
+        assert cancelled.status == TaskStatus.CANCELLED
 
 
 async def test_timeout_of_zero_means_zero_not_the_default(
@@ -137,23 +153,27 @@ async def test_unserialisable_result_fails_clearly_and_the_connection_survives(
 
 
 async def test_get_tool_results_runs_concurrently_and_keeps_request_order(
-    manager: ToolManager, tool_process: ToolProcess
+    mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
 ) -> None:
-    await ready(manager)
-    # Ten 1-second sleeps under a 5-second bound finish only if they overlap.
-    requests = [ToolCallRequest(tool_id="sleep", arguments={"seconds": 1}) for _ in range(10)]
+    # Each `meet` call returns only once all ten run at the same time: executed one after
+    # another, the first would never return and the bound below would fail the test.
+    rendezvous = Rendezvous(parties=10)
+    requests = [ToolCallRequest(tool_id="meet", arguments={}) for _ in range(10)]
     requests.insert(3, ToolCallRequest(tool_id="echo", arguments={"message": "third"}))
     requests.append(ToolCallRequest(tool_id="missing", arguments={}))
-    with anyio.fail_after(5):
-        results, any_errors = await manager.get_tool_results(requests)
+    async with ToolService(mosquitto.url, [rendezvous.tool], topics=topics, grace_period=1):
+        await ready(manager, ("echo", "meet"))
+        with anyio.fail_after(20):
+            results, any_errors = await manager.get_tool_results(requests)
     assert [r.tool_name for r in results] == [
-        "sleep",
-        "sleep",
-        "sleep",
+        "meet",
+        "meet",
+        "meet",
         "echo",
-        *["sleep"] * 7,
+        *["meet"] * 7,
         "missing",
     ]
+    assert [r.result for r in results if r.tool_name == "meet"] == [10] * 10
     assert results[3].result == "third"
     assert any_errors is True
 
@@ -169,7 +189,8 @@ async def test_each_batch_request_carries_its_own_timeout(
         ]
     )
     assert results[0].status == TaskStatus.TIMEOUT
-    assert results[1].ok and results[1].call_id == "fast" and results[1].task_id == "fast"
+    # call_id is the caller's label; the task id is the manager's own, unique per call.
+    assert results[1].ok and results[1].call_id == "fast" and results[1].task_id != "fast"
     assert any_errors
 
 
@@ -192,13 +213,14 @@ async def test_registration_is_confirmed_on_the_status_topic(
 ) -> None:
     async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
         await spy.subscribe(topics.status, qos=1)
-        with ToolProcess("tests.tool_proc", mosquitto.url, prefix):
+        async with ToolProcess("tests.tool_proc", mosquitto.url, prefix):
             info = await manager.wait_for_tool("echo", timeout=15)
             with anyio.fail_after(10):
                 async for message in spy.messages:
-                    parsed = parse_message(message.payload)  # type: ignore[arg-type]
+                    parsed = parse_message(message.payload)
                     if isinstance(parsed, ToolRegisteredMessage) and parsed.tool_name == "echo":
                         break
+            assert isinstance(parsed, ToolRegisteredMessage)
             assert parsed.tool_id == info.id
             assert parsed.source == manager.messager.client_id
 
@@ -220,9 +242,9 @@ async def test_prompt_description_lists_each_tool_with_its_schema(
 async def test_clean_shutdown_unregisters_every_tool(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+    async with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
         info = await manager.wait_for_tool("echo", timeout=15)
-        assert proc.terminate() == 0
+        assert await proc.stop() == 0
         await manager.wait_for_tool_removed(info.id, timeout=10)
     assert "echo" not in manager.get_tool_names()
     assert info.id not in manager.tools_by_id

@@ -96,7 +96,7 @@ def test_tool_image_is_built_from_the_repository(services: dict[str, dict[str, A
         assert (REPO / context).resolve() == REPO, name
     dockerfile = (REPO / "Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim\b", dockerfile, re.MULTILINE)
-    assert re.search(r"^RUN pip install \.", dockerfile, re.MULTILINE)
+    assert re.search(r"^RUN pip install '?\.\[cli\]'?", dockerfile, re.MULTILINE)
     # Every file the Dockerfile copies must exist, or the build fails.
     for line in dockerfile.splitlines():
         if line.startswith("COPY "):

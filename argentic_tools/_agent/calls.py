@@ -8,6 +8,7 @@ It does no messaging: the :class:`~argentic_tools.ToolManager` does.
 """
 
 import asyncio
+import math
 import time
 import uuid
 from collections import OrderedDict
@@ -48,6 +49,8 @@ class Pending:
     """Seconds the caller waits."""
     task: bytes
     """The encoded task, for sending it again."""
+    label: str | None = None
+    """The caller's ``task_id_override``: shown as the result's task id, never sent."""
     sent_on: int = 0
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
 
@@ -95,12 +98,18 @@ class CallBook:
         context: CallContext | None,
         policy: ToolPolicy,
     ) -> "Pending | TaskErrorMessage":
-        """Check a call and register it as pending, or say why it cannot be sent."""
-        task_id = task_id_override or str(uuid.uuid4())
+        """Check a call and register it as pending, or say why it cannot be sent.
+
+        The task id on the wire is always fresh: ids a caller or a model chooses
+        (``task_id_override``, LLM call ids) repeat, and a tool answers a task id it
+        has seen with its recorded reply. The override is a label on the result.
+        """
+        task_id = str(uuid.uuid4())
+        label = task_id_override
         entry = self.registry.lookup(name)
         if entry is None:
             return self.error(
-                task_id,
+                label or task_id,
                 "unknown",
                 name,
                 arguments,
@@ -112,7 +121,7 @@ class CallBook:
         thread_id = context.thread_id if context else None
         if not policy.is_enabled(info.name, thread_id):
             return self.error(
-                task_id,
+                label or task_id,
                 info.id,
                 info.name,
                 arguments,
@@ -122,7 +131,7 @@ class CallBook:
         if not isinstance(arguments, dict):
             kind = "a JSON string" if isinstance(arguments, str) else type(arguments).__name__
             return self.error(
-                task_id,
+                label or task_id,
                 info.id,
                 info.name,
                 arguments,
@@ -131,10 +140,26 @@ class CallBook:
                 "invalid_arguments",
                 details=[{"path": "$", "message": "expected an object", "got": kind}],
             )
+        problem = _unsendable(arguments)
+        if problem is not None:
+            return self.error(
+                label or task_id,
+                info.id,
+                info.name,
+                None,
+                f"Tool '{info.name}': invalid arguments: {problem}",
+                "invalid_arguments",
+                details=[{"path": "$", "message": problem}],
+            )
         problems = entry.validator.problems(arguments)
         if problems:
+            # OpenAI's strict mode makes every optional parameter required and nullable,
+            # so a model sends null for a default it skips: null there means "default".
+            arguments = _without_skipped_nulls(arguments, info.input_schema, problems)
+            problems = entry.validator.problems(arguments)
+        if problems:
             return self.error(
-                task_id,
+                label or task_id,
                 info.id,
                 info.name,
                 arguments,
@@ -144,7 +169,7 @@ class CallBook:
             )
         if wait <= 0:
             return self.error(
-                task_id,
+                label or task_id,
                 info.id,
                 info.name,
                 arguments,
@@ -153,38 +178,41 @@ class CallBook:
                 "timeout",
                 status=TaskStatus.TIMEOUT,
             )
-        if task_id in self.pending:
-            return self.error(
-                task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}': task id {task_id} is already in flight; "
-                "use a unique id per call.",
-                "invalid_arguments",
-            )
         # Only the encoded bytes are kept while the call waits: the model would cost
         # ~1.5 KB per pending call for nothing.
         # model_construct: every value here is already checked, and unset fields keep
         # their defaults.
         now = time.time()
-        payload = encode(
-            TaskMessage.model_construct(
-                source=self.source,
-                timestamp=now,
-                message_id=task_id,
-                task_id=task_id,
-                tool_id=info.id,
-                tool_name=info.name,
-                arguments=arguments,
-                call_id=call_id,
-                timeout_seconds=wait,
-                deadline=now + wait,
-                context=context,
+        try:
+            payload = encode(
+                TaskMessage.model_construct(
+                    source=self.source,
+                    timestamp=now,
+                    message_id=task_id,
+                    task_id=task_id,
+                    tool_id=info.id,
+                    tool_name=info.name,
+                    arguments=arguments,
+                    call_id=call_id,
+                    timeout_seconds=wait,
+                    deadline=now + wait,
+                    context=context,
+                )
             )
-        )
+        except (ValueError, TypeError, RecursionError) as exc:
+            # Values the checks above let through but JSON cannot carry (NaN is refused
+            # by the schema check only where the schema says number).
+            return self.error(
+                label or task_id,
+                info.id,
+                info.name,
+                None,
+                f"Tool '{info.name}': invalid arguments: they cannot be sent as JSON: "
+                f"{str(exc).splitlines()[0][:200]}",
+                "invalid_arguments",
+            )
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        pending = Pending(future, entry, task_id, arguments, wait, payload)
+        pending = Pending(future, entry, task_id, arguments, wait, payload, label)
         self.pending[task_id] = pending
         return pending
 
@@ -233,13 +261,15 @@ class CallBook:
                 continue
             pending.future.set_result(
                 self.error(
-                    task_id,
+                    pending.label or task_id,
                     pending.tool_id,
                     pending.tool_name,
                     None,
                     f"Tool '{pending.tool_name}' went offline (its process disconnected) "
-                    "before answering.",
+                    "before answering; it may or may not have run the task, so retry only "
+                    "if running it twice is harmless.",
                     "tool_offline",
+                    details={"executed": "unknown"},
                 )
             )
 
@@ -285,7 +315,13 @@ class CallBook:
     ) -> TaskErrorMessage:
         """An error result for ``call``."""
         return self.error(
-            call.task_id, call.tool_id, call.tool_name, call.arguments, text, code, status=status
+            call.label or call.task_id,
+            call.tool_id,
+            call.tool_name,
+            call.arguments,
+            text,
+            code,
+            status=status,
         )
 
     def checked(self, call: Pending, result: ToolResult) -> ToolResult:
@@ -296,7 +332,7 @@ class CallBook:
                 problems = validator.problems(result.result)
                 if problems:
                     return self.error(
-                        call.task_id,
+                        call.label or call.task_id,
                         call.tool_id,
                         call.tool_name,
                         call.arguments,
@@ -313,6 +349,8 @@ class CallBook:
                 "execution_error",
                 status=result.status,
             )
+        if call.label is not None:
+            result.task_id = call.label
         return result
 
     def error(
@@ -346,3 +384,52 @@ def call_field(call: Any, name: str, alias: str) -> Any:
     if isinstance(call, Mapping):
         return call.get(name, call.get(alias))
     return getattr(call, name, getattr(call, alias, None))
+
+
+MAX_ARGUMENT_DEPTH = 64
+"""Deepest nesting of objects and lists accepted in arguments; deeper is refused before
+sending (JSON parsers on the way, ours included, stop at a few hundred levels)."""
+
+_JSON_SCALARS = (str, int, float, bool, type(None))
+
+
+def _unsendable(arguments: dict[str, Any]) -> str | None:
+    """Why ``arguments`` cannot travel as JSON (too deep, a non-JSON value), or None."""
+    stack: list[tuple[Any, int, str]] = [(arguments, 1, "$")]
+    while stack:
+        value, depth, path = stack.pop()
+        if isinstance(value, dict):
+            if depth > MAX_ARGUMENT_DEPTH:
+                return f"{path} is nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"{path} has a key that is not a string: {key!r:.60}"
+                stack.append((item, depth + 1, f"{path}.{key}"))
+        elif isinstance(value, list | tuple):
+            if depth > MAX_ARGUMENT_DEPTH:
+                return f"{path} is nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+            stack.extend((item, depth + 1, f"{path}[{i}]") for i, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"{path} is {value}, which JSON cannot carry"
+        elif not isinstance(value, _JSON_SCALARS):
+            return f"{path} is a {type(value).__name__}, which is not a JSON value"
+    return None
+
+
+def _without_skipped_nulls(
+    arguments: dict[str, Any], schema: dict[str, Any], problems: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """``arguments`` without the nulls given for optional parameters that refuse null."""
+    required = set(schema.get("required", ()))
+    properties = schema.get("properties", {})
+    skipped = {
+        key
+        for key, value in arguments.items()
+        if value is None
+        and key in properties
+        and key not in required
+        and any(p["path"] == f"$.{key}" for p in problems)
+    }
+    if not skipped:
+        return arguments
+    return {key: value for key, value in arguments.items() if key not in skipped}

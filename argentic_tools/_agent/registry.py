@@ -196,6 +196,23 @@ class ToolRegistry:
                     f"tool id {tool_id} is already used by tool {holder.info.name!r} "
                     f"from {holder.info.source}"
                 )
+        output_schema_or_none = spec.output_schema if spec else None
+        replicas = [
+            e
+            for e in self._by_name.get(name, ())
+            if e.info.source != source and e.info.id != tool_id
+        ]
+        if replicas and (
+            replicas[0].info.input_schema != schema
+            or replicas[0].info.output_schema != output_schema_or_none
+        ):
+            # Which schema the model sees must not depend on which replica registered
+            # first, and a call must not alternate between two contracts.
+            raise RegistrationRefusedError(
+                f"tool {name!r} is already served by {len(replicas)} instance(s) with a "
+                "different schema; replicas of a tool must have the same input and output "
+                "schemas (stop the others first, or give this tool another name)"
+            )
         same_source = [e for e in self._by_name.get(name, ()) if e.info.source == source]
         if tool_id is None:
             if same_source:

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import time
 import traceback
 import uuid
@@ -207,7 +208,7 @@ class ToolEndpoint:
             self._drops.drop(message.topic, str(exc))
             return
         if isinstance(task, ToolCancelMessage):
-            running = self._tasks.get(task.task_id)
+            running = self._tasks.get(_record_key(task.source, task.task_id))
             if running is not None and task.tool_id in (None, self.tool_id):
                 logger.info(
                     "tool %r: cancelling task %s (%s)",
@@ -223,49 +224,62 @@ class ToolEndpoint:
         if task.tool_id != self.tool_id:
             self._drops.drop(message.topic, f"task for tool id {task.tool_id!r}, not this tool")
             return
-        seen = self._recent.get(task.task_id)
+        # The record is keyed by caller and task id: one caller's ids can never select
+        # another caller's recorded reply.
+        key = _record_key(task.source, task.task_id)
+        seen = self._recent.get(key)
+        # The time left is measured from this receipt with the caller's timeout: the
+        # absolute deadline on the wire comes from the caller's clock, which may be off.
+        deadline = _local_deadline(task.timeout_seconds)
         if seen is not None:
             if seen is DONE:
                 reply = self._error(
                     task, "this task already ran; its result was too large to keep", "duplicate"
                 )
-                self._start(task.task_id, self._publish_reply(reply, task), "resend")
+                self._start(key, self._publish_reply(reply, task, deadline), "resend")
             elif seen is RUNNING:
                 self._drops.drop(message.topic, f"task {task.task_id} is already running")
             else:
-                self._start(task.task_id, self._publish_reply(seen, task), "resend")
+                self._start(key, self._publish_reply(seen, task, deadline), "resend")
             return
-        if task.deadline is not None and time.time() > task.deadline + CLOCK_SKEW_ALLOWANCE:
-            self._drops.drop(message.topic, f"task {task.task_id} arrived after its deadline")
-            return
-        expires = 0.0 if task.deadline is None else task.deadline + CLOCK_SKEW_ALLOWANCE
-        self._recent.remember(task.task_id, RUNNING, expires)
-        self._start(task.task_id, self._serve(task), "serve")
+        self._recent.remember(key, RUNNING, _keep_until(deadline, task.deadline))
+        self._start(key, self._serve(task, key, deadline), "serve")
 
-    def _start(self, task_id: str, work: Coroutine[Any, Any, None], kind: str) -> None:
-        runner = asyncio.create_task(work, name=f"tool:{self.tool.name}:{kind}:{task_id}")
-        self._tasks[task_id] = runner
-        runner.add_done_callback(lambda _: self._tasks.pop(task_id, None))
+    def _start(self, key: str, work: Coroutine[Any, Any, None], kind: str) -> None:
+        runner = asyncio.create_task(work, name=f"tool:{self.tool.name}:{kind}:{key}")
+        self._tasks[key] = runner
+        runner.add_done_callback(lambda _: self._tasks.pop(key, None))
 
-    async def _serve(self, task: TaskMessage) -> None:
+    async def _serve(self, task: TaskMessage, key: str, deadline: float | None) -> None:
         reply: bytes
         try:
             if self._limiter is None:
-                reply = await self._run(task)
+                reply = await self._run(task, deadline)
             else:
                 async with self._limiter:
-                    reply = await self._run(task)
+                    if deadline is not None and time.monotonic() > deadline:
+                        # Its caller has stopped waiting: running it now would be work
+                        # nobody reads, and an agent that retried would see it twice.
+                        reply = self._error(
+                            task,
+                            f"not started: the caller's {task.timeout_seconds:g} s timeout "
+                            f"ran out while it waited for a free slot "
+                            f"(max_concurrency {self.max_concurrency})",
+                            "timeout",
+                        )
+                    else:
+                        reply = await self._run(task, deadline)
         except asyncio.CancelledError:
             reply = self._error(task, "cancelled before it finished", "cancelled")
-            self._recent.finished(task.task_id, reply)
+            self._recent.finished(key, reply)
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(1):
-                    await self._publish_reply(reply, task)
+                    await self._publish_reply(reply, task, deadline)
             raise
-        self._recent.finished(task.task_id, reply)
-        await self._publish_reply(reply, task)
+        self._recent.finished(key, reply)
+        await self._publish_reply(reply, task, deadline)
 
-    async def _run(self, task: TaskMessage) -> bytes:
+    async def _run(self, task: TaskMessage, deadline: float | None) -> bytes:
         tool = self.tool
         context = task.context
         token = set_current_context(
@@ -277,7 +291,7 @@ class ToolEndpoint:
                 thread_id=context.thread_id if context else None,
                 trace_id=context.trace_id if context else None,
                 user_id=context.user_id if context else None,
-                deadline=task.deadline,
+                deadline=None if deadline is None else time.time() + deadline - time.monotonic(),
                 source=task.source,
             )
         )
@@ -349,7 +363,9 @@ class ToolEndpoint:
         details: Any = None,
         trace: str | None = None,
     ) -> bytes:
-        status = TaskStatus.CANCELLED if code == "cancelled" else TaskStatus.FAILED
+        status = {"cancelled": TaskStatus.CANCELLED, "timeout": TaskStatus.TIMEOUT}.get(
+            code, TaskStatus.FAILED
+        )
         message = TaskErrorMessage(
             task_id=task.task_id,
             tool_id=self.tool_id,
@@ -363,11 +379,25 @@ class ToolEndpoint:
             traceback=trace,
             source=self.messager.client_id,
         )
+        data = encode(message)
+        if len(data) <= self.messager.max_payload_bytes:
+            return data
+        # An error quoting a huge input must still reach its caller: keep the start of
+        # the text, say that it was cut, and drop the echoed arguments and details.
+        shown = message.error[:ERROR_TEXT_LIMIT]
+        message.error = (
+            f"{shown}... (truncated: the error was {len(message.error):,} characters and "
+            f"the reply {len(data):,} bytes, over the {self.messager.max_payload_bytes:,}-byte "
+            "limit)"
+        )
+        message.arguments = None
+        message.details = None
+        message.traceback = None if trace is None else trace[-ERROR_TEXT_LIMIT:]
         return encode(message)
 
-    async def _publish_reply(self, reply: bytes, task: TaskMessage) -> None:
+    async def _publish_reply(self, reply: bytes, task: TaskMessage, deadline: float | None) -> None:
         # Wait for a lost connection to come back, but not past the caller's patience.
-        patience = 30.0 if task.deadline is None else max(task.deadline - time.time(), 0) + 5
+        patience = 30.0 if deadline is None else max(deadline - time.monotonic(), 0) + 5
         try:
             async with asyncio.timeout(patience):
                 await self.messager.publish(self.topics.response(self.tool_id), reply)
@@ -379,13 +409,44 @@ class ToolEndpoint:
                 task.task_id,
                 patience,
             )
-        except BrokerError as exc:
+        except (BrokerError, PayloadTooLargeError) as exc:
             logger.warning(
                 "tool %r: could not send the reply to task %s: %s",
                 self.tool.name,
                 task.task_id,
                 exc,
             )
+
+
+ERROR_TEXT_LIMIT = 4096
+"""Characters of an error text kept when the whole reply would exceed the payload limit."""
+
+MAX_TASK_SECONDS = 7 * 24 * 3600.0
+"""Longest timeout a task may ask for; longer ones are cut to this."""
+
+
+def _record_key(source: str | None, task_id: str) -> str:
+    return f"{source or ''}\x00{task_id}"
+
+
+def _local_deadline(timeout_seconds: float | None) -> float | None:
+    """``time.monotonic()`` by which the caller stops waiting, counted from now."""
+    if timeout_seconds is None or not math.isfinite(timeout_seconds):
+        return None
+    return time.monotonic() + min(max(timeout_seconds, 0.0), MAX_TASK_SECONDS)
+
+
+def _keep_until(deadline: float | None, hint: float | None) -> float:
+    """Until when (monotonic) a task id must be remembered; 0 when it has no deadline.
+
+    The caller's absolute deadline is only a hint from another clock, so it may only
+    make the tool remember an id longer, never decide anything else.
+    """
+    until = 0.0 if deadline is None else deadline
+    if hint is not None and math.isfinite(hint):
+        remaining = min(hint - time.time(), MAX_TASK_SECONDS)
+        until = max(until, time.monotonic() + remaining)
+    return until + CLOCK_SKEW_ALLOWANCE if until else 0.0
 
 
 def _jsonable(value: Any) -> Any:

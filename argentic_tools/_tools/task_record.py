@@ -23,7 +23,8 @@ KEPT_REPLIES_BYTES = 64 * 1024 * 1024
 """Total size of the replies kept for resending; past it, only the task ids are kept."""
 
 CLOCK_SKEW_ALLOWANCE = 1.0
-"""Seconds past a task's deadline before the tool declines to start it."""
+"""Seconds past a task's deadline (``time.monotonic()``, counted from its receipt) that
+its id is kept before it may be forgotten."""
 
 KEEP_REPLY_BYTES = 64 * 1024
 """Replies up to this size are kept for resending to a redelivered task; larger ones are not."""
@@ -50,7 +51,7 @@ class TaskRecord:
         return None if entry is None else entry[0]
 
     def remember(self, task_id: str, state: Any, expires: float) -> None:
-        """Record a task that started; ``expires`` is 0 for a task without a deadline."""
+        """Record a task that started; ``expires`` (monotonic) is 0 for one without a deadline."""
         self._entries[task_id] = [state, expires]
         self._evict()
 
@@ -68,7 +69,7 @@ class TaskRecord:
 
     def _evict(self) -> None:
         entries = self._entries
-        now = time.time()
+        now = time.monotonic()
         while len(entries) > RECENT_TASKS:
             task_id, (state, expires) = next(iter(entries.items()))
             if len(entries) <= RECENT_TASKS_LIMIT and expires > now:

@@ -1,0 +1,311 @@
+"""Trust at the edges: results belong to their calls, remote clocks decide nothing, bad
+input always ends in one clear result, replicas agree."""
+
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiomqtt
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from argentic_tools import (
+    RegistrationError,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    TaskStatus,
+    ToolManager,
+    ToolService,
+    Topics,
+    tool,
+)
+from argentic_tools._protocol.messages import encode
+
+from .brokers import Mosquitto
+from .conftest import manager_for, messager_for
+
+pytestmark = pytest.mark.anyio
+
+
+@tool
+def add(a: int, b: int = 1) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def refuse(text: str) -> str:
+    """Fail, quoting the whole input."""
+    raise ValueError(f"cannot use {text}")
+
+
+@tool
+def echo(message: str) -> str:
+    """Return the message."""
+    return message
+
+
+@pytest.fixture
+async def served(mosquitto: Mosquitto, topics: Topics) -> AsyncIterator[ToolService]:
+    async with ToolService(mosquitto.url, [add, refuse], topics=topics) as service:
+        yield service
+
+
+async def ready(manager: ToolManager, *names: str) -> None:
+    with anyio.fail_after(10):
+        for name in names:
+            await manager.wait_for_tool(name)
+
+
+# -- 1. a result belongs to the call that made it ------------------------------------------
+
+
+async def test_a_reused_call_id_gets_the_new_calls_result_not_the_recorded_one(
+    manager: ToolManager, served: ToolService
+) -> None:
+    await ready(manager, "add")
+    first = await manager.execute_tool("add", {"a": 1, "b": 2}, task_id_override="call_0")
+    second = await manager.execute_tool("add", {"a": 40, "b": 2}, task_id_override="call_0")
+    assert (first.result, second.result) == (3, 42)
+    # The label comes back; the wire ids were the manager's own and differ.
+    assert first.task_id == second.task_id == "call_0"
+
+
+async def test_two_agents_with_the_same_call_id_each_get_their_own_result(
+    mosquitto: Mosquitto, topics: Topics, manager: ToolManager, served: ToolService
+) -> None:
+    from argentic_tools import ToolCallRequest
+
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics) as other,
+    ):
+        await ready(manager, "add")
+        await ready(other, "add")
+        mine, _ = await manager.get_tool_results(
+            [ToolCallRequest(tool_id="add", arguments={"a": 1, "b": 1}, call_id="calc_0")]
+        )
+        theirs, _ = await other.get_tool_results(
+            [ToolCallRequest(tool_id="add", arguments={"a": 100, "b": 1}, call_id="calc_0")]
+        )
+    assert (mine[0].result, theirs[0].result) == (2, 101)
+    assert mine[0].call_id == theirs[0].call_id == "calc_0"
+    assert mine[0].task_id != theirs[0].task_id
+
+
+async def test_a_forged_task_reusing_another_callers_task_id_does_not_get_its_result(
+    mosquitto: Mosquitto, topics: Topics, manager: ToolManager, served: ToolService
+) -> None:
+    await ready(manager, "add")
+    info = await manager.wait_for_tool("add")
+    mine = await manager.execute_tool("add", {"a": 5, "b": 5})
+    assert mine.result == 10
+    forged = TaskMessage(
+        source="someone-else",
+        task_id=mine.task_id,
+        tool_id=info.id,
+        tool_name="add",
+        arguments={"a": 0, "b": 0},
+        timeout_seconds=10,
+    )
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as peer:
+        await peer.subscribe(topics.response(info.id), qos=1)
+        await peer.publish(topics.call(info.id), encode(forged), qos=1)
+        with anyio.fail_after(10):
+            reply = json.loads((await anext(aiter(peer.messages))).payload)
+    # The tool ran the forged task for its own caller instead of replaying our result.
+    assert reply["task_id"] == mine.task_id
+    assert reply["result"] == 0
+
+
+# -- 2. no remote clock decides a deadline ----------------------------------------------------
+
+
+async def test_a_task_from_a_caller_whose_clock_is_minutes_behind_still_runs(
+    mosquitto: Mosquitto, topics: Topics, manager: ToolManager, served: ToolService
+) -> None:
+    await ready(manager, "add")
+    info = await manager.wait_for_tool("add")
+    # The caller's clock is 5 minutes behind the tool's: by the tool's clock the absolute
+    # deadline passed long ago, but the caller waits 10 s from now.
+    skewed = TaskMessage(
+        source="slow-clock",
+        task_id="skewed-1",
+        tool_id=info.id,
+        tool_name="add",
+        arguments={"a": 2, "b": 2},
+        timeout_seconds=10,
+        deadline=time.time() - 300 + 10,
+    )
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as peer:
+        await peer.subscribe(topics.response(info.id), qos=1)
+        await peer.publish(topics.call(info.id), encode(skewed), qos=1)
+        with anyio.fail_after(10):
+            reply = json.loads((await anext(aiter(peer.messages))).payload)
+    assert (reply["task_id"], reply["status"], reply["result"]) == ("skewed-1", "success", 4)
+
+
+async def test_a_task_whose_caller_gave_up_while_it_queued_is_declined_with_a_reason(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics
+) -> None:
+    release = anyio.Event()
+
+    @tool(max_concurrency=1)
+    async def gate(name: str) -> str:
+        """Wait for the test to open the gate."""
+        if name == "first":
+            await release.wait()
+        return name
+
+    async with ToolService(mosquitto.url, [gate], topics=topics):
+        await ready(manager, "gate")
+        async with anyio.create_task_group() as group:
+            results: dict[str, Any] = {}
+
+            async def call(name: str, timeout: float) -> None:
+                results[name] = await manager.execute_tool("gate", {"name": name}, timeout=timeout)
+
+            group.start_soon(call, "first", 30.0)
+            info = await manager.wait_for_tool("gate")
+            async with aiomqtt.Client("127.0.0.1", mosquitto.port) as peer:
+                await peer.subscribe(topics.response(info.id), qos=1)
+                # Its caller gives it no time at all: whenever the only slot frees, the
+                # caller has given up, so the tool must decline it, not run it.
+                queued = TaskMessage(
+                    source="impatient",
+                    task_id="queued-1",
+                    tool_id=info.id,
+                    tool_name="gate",
+                    arguments={"name": "second"},
+                    timeout_seconds=0,
+                )
+                await peer.publish(topics.call(info.id), encode(queued), qos=1)
+                release.set()
+                with anyio.fail_after(10):
+                    async for message in peer.messages:
+                        reply = json.loads(message.payload)
+                        if reply["task_id"] == "queued-1":
+                            break
+        assert results["first"].result == "first"
+    assert reply["status"] == "timeout"
+    assert "not started" in reply["error"]
+    assert "timeout ran out" in reply["error"]
+
+
+# -- 9. bad input ends in one prompt, clear result -----------------------------------------
+
+
+def nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"a": nested(300)}, "nested deeper than"),
+        ({"a": object()}, "not a JSON value"),
+        ({"a": float("nan")}, "JSON cannot carry"),
+        ({1: 2}, "key that is not a string"),
+    ],
+)
+async def test_arguments_json_cannot_carry_are_refused_before_sending(
+    manager: ToolManager, served: ToolService, arguments: Any, expected: str
+) -> None:
+    await ready(manager, "add")
+    result = await manager.execute_tool("add", arguments, timeout=30)
+    assert isinstance(result, TaskErrorMessage)
+    assert result.error_code == "invalid_arguments"
+    assert "Tool 'add'" in result.error
+    assert expected in result.error
+
+
+async def test_a_tool_error_quoting_a_huge_input_still_reaches_the_caller_truncated(
+    manager: ToolManager, served: ToolService
+) -> None:
+    await ready(manager, "refuse")
+    result = await manager.execute_tool("refuse", {"text": "x" * 600_000}, timeout=30)
+    assert isinstance(result, TaskErrorMessage)
+    assert result.error_code == "execution_error"
+    assert "truncated" in result.error
+    assert len(result.error) < 10_000
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=30,
+)
+anything = json_values | st.builds(object) | st.binary(max_size=8) | st.sets(st.integers())
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(arguments=st.dictionaries(st.text(max_size=8), anything, max_size=4) | anything)
+async def test_execute_tool_returns_one_result_for_any_arguments(
+    manager: ToolManager, served: ToolService, arguments: Any
+) -> None:
+    await ready(manager, "add")
+    with anyio.fail_after(30):
+        result = await manager.execute_tool("add", arguments, timeout=20)
+    assert isinstance(result, TaskResultMessage | TaskErrorMessage)
+    if isinstance(result, TaskErrorMessage):
+        assert "Tool 'add'" in result.error
+        assert result.error_code in {"invalid_arguments", "execution_error"}
+
+
+# -- 10. the OpenAI strict export round-trips -------------------------------------------------
+
+
+async def test_a_null_for_an_optional_parameter_made_nullable_by_strict_export_means_default(
+    manager: ToolManager, served: ToolService
+) -> None:
+    await ready(manager, "add")
+    [entry] = [e for e in manager.export_tools("openai") if e["function"]["name"] == "add"]
+    parameters = entry["function"]["parameters"]
+    assert entry["function"]["strict"] is True
+    assert parameters["required"] == ["a", "b"]
+    # Exactly what strict mode lets a model send when it skips b:
+    result = await manager.execute_tool("add", {"a": 2, "b": None})
+    assert result.ok, result
+    assert result.result == 3
+    # A null for a required parameter is still an error.
+    bad = await manager.execute_tool("add", {"a": None, "b": 2})
+    assert isinstance(bad, TaskErrorMessage)
+    assert bad.error_code == "invalid_arguments"
+
+
+# -- 12. replicas agree ---------------------------------------------------------------------
+
+
+async def test_a_replica_with_a_different_schema_is_refused_with_a_clear_error(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics
+) -> None:
+    @tool(name="echo")
+    def loud_echo(message: str, volume: int) -> str:
+        """Return the message, louder."""
+        return message * volume
+
+    async with ToolService(mosquitto.url, [echo], topics=topics):
+        await ready(manager, "echo")
+        before = manager.export_tools("mcp")
+        with pytest.raises(RegistrationError, match="different schema"):
+            async with ToolService(mosquitto.url, [loud_echo], topics=topics):
+                pass
+        assert manager.export_tools("mcp") == before
+        # A replica with the same schema is welcome (entering returns once a manager
+        # has confirmed it).
+        async with ToolService(mosquitto.url, [echo], topics=topics):
+            assert len([i for i in manager.tools_by_id.values() if i["name"] == "echo"]) == 2
+        result = await manager.execute_tool("echo", {"message": "hi"})
+        assert result.status == TaskStatus.SUCCESS
