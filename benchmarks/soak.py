@@ -277,7 +277,7 @@ class Soak:
             result = await manager.execute_tool(
                 TOOL,
                 {"n": n, "work_ms": round(work, 3), "fail": fail},
-                task_id_override=call.task_id,
+                call_id=call.task_id,
                 timeout=self.args.timeout,
             )
         finally:
@@ -352,12 +352,14 @@ class Soak:
                 return asyncio.get_running_loop().time() - started
 
     def count_result(self, message: IncomingMessage) -> None:
+        # Counted by the call's own id: the task id on the wire is the manager's, fresh
+        # for every call, and the call id travels with the task and its result.
         try:
-            task_id = json.loads(message.payload).get("task_id")
+            call_id = json.loads(message.payload).get("call_id")
         except (ValueError, AttributeError):
             return
-        if isinstance(task_id, str):
-            self.wire_results[task_id] += 1
+        if isinstance(call_id, str):
+            self.wire_results[call_id] += 1
 
 
 def classify(result: ToolResult, n: int, fail: bool) -> tuple[str, int | None, str | None]:
