@@ -140,12 +140,14 @@ async def test_max_concurrency_caps_simultaneous_runs_of_a_tool_and_every_call_s
                 for n in range(6):
                     tg.start_soon(call, n)
                 await two_running.wait()
-                # All six tasks have reached the service: four of them wait for a slot.
-                await wait_until(lambda: endpoint.in_flight == 6)
+                # The manager never hands a tool more tasks than its advertised limit: the
+                # other four wait in the manager, not in the broker or the tool.
+                await wait_until(lambda: manager.pending_calls == 6)
                 # Another tool of the same service is not held up by this tool's limit, and
-                # this round trip lets the four waiting tasks run as far as they can.
+                # this round trip lets any task sent too many reach the tool.
                 pong = await manager.execute_tool("ping", {}, timeout=10)
                 assert pong.ok and pong.result == "pong"
+                assert endpoint.in_flight == 2
                 assert (active, peak) == (2, 2)
                 gate.set()
     assert peak == 2

@@ -309,3 +309,54 @@ async def test_a_replica_with_a_different_schema_is_refused_with_a_clear_error(
             assert len([i for i in manager.tools_by_id.values() if i["name"] == "echo"]) == 2
         result = await manager.execute_tool("echo", {"message": "hi"})
         assert result.status == TaskStatus.SUCCESS
+
+
+# -- 3. a burst never overflows the broker's queue for a tool -------------------------------
+
+
+async def test_a_burst_to_a_frozen_tool_waits_in_the_manager_instead_of_being_dropped(
+    prefix: str,
+) -> None:
+    import os
+    import signal
+
+    from .brokers import running_mosquitto
+    from .conftest import ToolProcess, python_cmd  # noqa: F401 - python_cmd documents the child
+    from .observers import spy_on_calls
+
+    # mosquitto's defaults for a slow client: 20 in flight, a short queue (1,000 by default;
+    # 10 here so the test needs few calls), and whatever is beyond is dropped.
+    with running_mosquitto("max_inflight_messages 20\nmax_queued_messages 10\n") as broker:
+        topics = Topics.with_prefix(prefix)
+        async with (
+            messager_for(broker.url, topics) as messager,
+            manager_for(messager, topics) as manager,
+        ):
+            with ToolProcess(
+                "tests.tool_proc", broker.url, prefix, "--max-concurrency", "4"
+            ) as proc:
+                info = await manager.wait_for_tool("sleep", timeout=15)
+                assert info.metadata["max_concurrency"] == 4
+                os.kill(proc.pid, signal.SIGSTOP)
+                try:
+                    async with (
+                        spy_on_calls(broker.url, topics, info.id) as spy,
+                        anyio.create_task_group() as group,
+                    ):
+                        results: list[Any] = []
+
+                        async def call(n: int) -> None:
+                            results.append(
+                                await manager.execute_tool(
+                                    "sleep", {"seconds": 0}, timeout=60, call_id=f"burst-{n}"
+                                )
+                            )
+
+                        for n in range(60):
+                            group.start_soon(call, n)
+                        # The tool's 4 slots are taken; the other 56 calls wait here.
+                        await spy.wait_for_tasks(4)
+                        os.kill(proc.pid, signal.SIGCONT)
+                finally:
+                    os.kill(proc.pid, signal.SIGCONT)
+    assert [r.status.value for r in results].count("success") == 60

@@ -11,7 +11,7 @@ import asyncio
 import math
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +37,69 @@ class ToolGoneError(Exception):
     """The tool left the registry while a call waited for it."""
 
 
+class Window:
+    """Tasks outstanding at one tool instance: at most the ``max_concurrency`` it advertises.
+
+    A broker's queue per client is finite (mosquitto drops QoS 1 messages beyond
+    ``max_queued_messages``, 1,000 by default), so a burst must not be handed to the
+    broker all at once. The rest wait here, first come first served, each under its
+    own deadline. A waiter is one future: a few hundred bytes.
+    """
+
+    __slots__ = ("_waiters", "capacity", "in_use")
+
+    def __init__(self, capacity: int | None) -> None:
+        self.capacity = capacity
+        """Tasks allowed outstanding at once; None: no limit (the tool advertises none)."""
+        self.in_use = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a slot (cancelled waiters not yet skipped included)."""
+        return len(self._waiters)
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting in line for one when all are in use."""
+        if self.capacity is None or (self.in_use < self.capacity and not self._waiters):
+            self.in_use += 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as the wait ended: pass it on
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first caller still waiting, or to the pool."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # handed over: in_use stays
+                return
+        self.in_use -= 1
+
+    def resize(self, capacity: int | None) -> None:
+        """The tool re-registered with another limit: apply it, waking waiters it admits."""
+        self.capacity = capacity
+        while self._waiters and (capacity is None or self.in_use < capacity):
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_use += 1
+                waiter.set_result(None)
+
+
+def advertised_capacity(entry: Entry) -> int | None:
+    """The ``max_concurrency`` a tool instance advertised, when it is a usable number."""
+    value = entry.info.metadata.get("max_concurrency")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
 @dataclass(slots=True)
 class Pending:
     """A call from its check until its result: all a waiting call holds."""
@@ -51,6 +114,8 @@ class Pending:
     """The encoded task, for sending it again."""
     label: str | None = None
     """The caller's ``task_id_override``: shown as the result's task id, never sent."""
+    window: Window | None = None
+    """The tool instance's window while this call holds a slot in it."""
     sent_on: int = 0
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
 
@@ -87,6 +152,7 @@ class CallBook:
         # Calls sent on a connection before ``_lost_epoch``, by tool id, not yet re-sent.
         self._lost: dict[str, list[Pending]] = {}
         self._lost_epoch = 0
+        self._windows: dict[str, Window] = {}
 
     def prepare(
         self,
@@ -216,8 +282,31 @@ class CallBook:
         self.pending[task_id] = pending
         return pending
 
+    async def take_slot(self, call: Pending) -> None:
+        """Wait until the tool instance has room for one more task (see :class:`Window`)."""
+        tool_id = call.tool_id
+        window = self._windows.get(tool_id)
+        if window is None:
+            window = self._windows[tool_id] = Window(advertised_capacity(call.entry))
+        await window.acquire()
+        call.window = window
+
+    def window_of(self, tool_id: str) -> Window | None:
+        """The window of a tool instance (None before its first call)."""
+        return self._windows.get(tool_id)
+
+    def admitted(self, entry: Entry) -> None:
+        """A tool (re-)registered: its advertised limit applies from now on."""
+        window = self._windows.get(entry.info.id)
+        if window is not None:
+            window.resize(advertised_capacity(entry))
+
     def forget(self, task_id: str) -> None:
         """The call ended: drop it, and remember its id to recognise a late result."""
+        call = self.pending[task_id]
+        if call.window is not None:
+            call.window.release()
+            call.window = None
         del self.pending[task_id]
         self._finished[task_id] = None
         if len(self._finished) > REMEMBER_FINISHED:
@@ -298,11 +387,25 @@ class CallBook:
         return lost
 
     def drop_lost(self, tool_id: str) -> None:
-        """Forget the calls to re-send to a tool that left."""
+        """Forget the calls to re-send to a tool that left, and its window."""
         self._lost.pop(tool_id, None)
+        window = self._windows.pop(tool_id, None)
+        if window is not None:
+            # Its waiters find the tool gone when they look; wake them all now.
+            window.resize(None)
 
     def timed_out(self, call: Pending) -> TaskErrorMessage:
         """The result of a call whose wait ran out."""
+        window = self._windows.get(call.tool_id)
+        if call.window is None and window is not None and window.capacity is not None:
+            return self.failed(
+                call,
+                f"Tool '{call.tool_name}' timed out after {call.wait:g} s before it could be "
+                f"sent: the tool had its {window.capacity} tasks (its max_concurrency) in "
+                f"progress the whole time (task {call.task_id}, not run).",
+                "timeout",
+                status=TaskStatus.TIMEOUT,
+            )
         return self.failed(
             call,
             f"Tool '{call.tool_name}' timed out after {call.wait:g} s (task {call.task_id}).",

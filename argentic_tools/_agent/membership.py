@@ -136,6 +136,7 @@ class Membership:
             return
         for old in replaced:
             self._announce_removal(old.info, "replaced")
+        self.calls.admitted(entry)
         info = entry.info
         if is_new:
             self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
