@@ -20,7 +20,7 @@ class UpperArgs(BaseModel):
     text: str = Field(description="Text to upper-case")
 
 
-class UpperTool(BaseTool):
+class UpperTool(BaseTool):  # type: ignore[misc]  # argentic ships no type information
     """Upper-cases text: written exactly as an argentic user would."""
 
     def __init__(self, messager: Messager) -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 import pytest
 
 from argentic_tools import Messager, ToolManager, Topics
@@ -49,7 +50,7 @@ def mosquitto() -> Iterator[Mosquitto]:
         )
         embedded = ThreadedEmbeddedBroker()
         try:
-            yield embedded  # type: ignore[misc]
+            yield embedded  # type: ignore[misc]  # duck-types Mosquitto: url, port
         finally:
             embedded.stop()
         return
@@ -124,6 +125,21 @@ class ToolProcess:
         if self.process.stdout is not None:
             self.process.stdout.close()
 
+    # In an async test, prefer ``async with`` and ``await stop()``: they wait for the
+    # process in a worker thread, so the event loop keeps running meanwhile and the
+    # test's manager still confirms registrations and sends cancellations; a process
+    # still waiting for its confirmations would otherwise only exit after their timeout.
+
+    async def __aenter__(self) -> "ToolProcess":
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await anyio.to_thread.run_sync(self.__exit__)
+
+    async def stop(self, timeout: float = 15) -> int:
+        """Like :meth:`terminate`, without blocking the event loop."""
+        return await anyio.to_thread.run_sync(self.terminate, timeout)
+
     @property
     def pid(self) -> int:
         assert self.process is not None
@@ -154,9 +170,9 @@ class ToolProcess:
 
 
 @pytest.fixture
-def tool_process(mosquitto: Mosquitto, prefix: str) -> Iterator[ToolProcess]:
+async def tool_process(mosquitto: Mosquitto, prefix: str) -> AsyncIterator[ToolProcess]:
     """The test tools of ``tests.tool_proc`` running in their own process."""
-    with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+    async with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
         yield proc
 
 

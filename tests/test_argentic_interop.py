@@ -8,8 +8,8 @@ import pytest
 
 from argentic_tools import TaskErrorMessage, ToolManager, ToolService, Topics, tool
 
-from .brokers import Mosquitto
-from .conftest import ROOT, child_env, python_cmd
+from .brokers import Mosquitto, child_env
+from .conftest import ROOT, python_cmd
 
 argentic = pytest.importorskip("argentic", reason="argentic 0.16 is installed by `make test`")
 

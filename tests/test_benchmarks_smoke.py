@@ -40,6 +40,11 @@ def test_quick_run_of_latency_and_throughput_reports_floor_and_ours_without_loss
         "1",
         "--scenarios",
         "a,b",
+        # A smoke test: a few calls of each kind say as much as the quick run's thousand.
+        "--sequential",
+        "30",
+        "--calls",
+        "200",
         "--results-dir",
         str(tmp_path),
         timeout=240,

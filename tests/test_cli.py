@@ -114,6 +114,10 @@ async def cli_process(*args: str) -> AsyncIterator[Process]:
             await process.aclose()
 
 
+EXPECT_SERVED = ("--expect", "echo", "--expect", "sleep", "--wait", "20")
+"""``list``/``describe`` options that return once the ``served`` tools are registered."""
+
+
 @pytest.fixture
 async def served(manager: ToolManager, mosquitto: Mosquitto, prefix: str) -> AsyncIterator[Process]:
     """``serve`` hosting the echo and sleep test tools, registered with ``manager``."""
@@ -134,7 +138,7 @@ async def test_help_lists_every_command() -> None:
 async def test_list_json_shows_the_served_tools_with_their_schemas(
     served: Process, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    completed = await run_cli("list", "--json", "--wait", "2", *connection(mosquitto.url, prefix))
+    completed = await run_cli("list", "--json", *EXPECT_SERVED, *connection(mosquitto.url, prefix))
     assert completed.returncode == 0, completed.stderr
     tools = {tool["name"]: tool for tool in json.loads(completed.stdout)}
     assert set(tools) == {"echo", "sleep"}
@@ -146,7 +150,7 @@ async def test_list_json_shows_the_served_tools_with_their_schemas(
 async def test_list_prints_a_table_of_the_tools(
     served: Process, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    completed = await run_cli("list", "--wait", "2", *connection(mosquitto.url, prefix))
+    completed = await run_cli("list", *EXPECT_SERVED, *connection(mosquitto.url, prefix))
     assert completed.returncode == 0, completed.stderr
     table = completed.stdout.decode()
     assert "2 tool(s)" in table
@@ -215,7 +219,7 @@ async def test_call_of_an_unknown_tool_exits_1_with_one_line(
     mosquitto: Mosquitto, prefix: str
 ) -> None:
     completed = await run_cli(
-        "call", "no_such_tool", "{}", "--wait", "0.5", *connection(mosquitto.url, prefix)
+        "call", "no_such_tool", "{}", "--wait", "0.1", *connection(mosquitto.url, prefix)
     )
     assert completed.returncode == 1
     line = one_error_line(completed)
@@ -240,7 +244,7 @@ async def test_describe_prompt_prints_json_of_every_tool(
     served: Process, mosquitto: Mosquitto, prefix: str
 ) -> None:
     completed = await run_cli(
-        "describe", "--format", "prompt", "--wait", "2", *connection(mosquitto.url, prefix)
+        "describe", "--format", "prompt", *EXPECT_SERVED, *connection(mosquitto.url, prefix)
     )
     assert completed.returncode == 0, completed.stderr
     described = {entry["name"]: entry for entry in json.loads(completed.stdout)}
@@ -253,13 +257,36 @@ async def test_describe_exports_the_registry_for_llm_providers(
     served: Process, mosquitto: Mosquitto, prefix: str, fmt: str
 ) -> None:
     completed = await run_cli(
-        "describe", "--format", fmt, "--wait", "2", *connection(mosquitto.url, prefix)
+        "describe", "--format", fmt, *EXPECT_SERVED, *connection(mosquitto.url, prefix)
     )
     assert completed.returncode == 0, completed.stderr
     exported = json.loads(completed.stdout)
     assert isinstance(exported, list)
     assert len(exported) == 2
     assert '"echo"' in completed.stdout.decode()
+
+
+async def test_list_expecting_a_tool_that_never_registers_says_so_after_wait(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli(
+        "list",
+        "--json",
+        *("--expect", "echo", "--expect", "ghost", "--wait", "0.5"),
+        *connection(mosquitto.url, prefix),
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "echo" in {tool["name"] for tool in json.loads(completed.stdout)}
+    assert "Not registered after 0.5 s: ghost." in completed.stderr.decode()
+
+
+async def test_list_without_expect_collects_for_wait_seconds(
+    served: Process, mosquitto: Mosquitto, prefix: str
+) -> None:
+    completed = await run_cli("list", "--json", "--wait", "0.2", *connection(mosquitto.url, prefix))
+    assert completed.returncode == 0, completed.stderr
+    # Whatever re-registered within the wait, and nothing else.
+    assert {tool["name"] for tool in json.loads(completed.stdout)} <= {"echo", "sleep"}
 
 
 async def test_serve_of_a_module_that_does_not_import_exits_2_with_one_line(
@@ -337,7 +364,11 @@ async def test_sigint_stops_serve_after_unregistering_its_tools(
     assert processes_mentioning(prefix) == []
 
 
-async def test_watch_prints_a_registration_as_it_happens(mosquitto: Mosquitto, prefix: str) -> None:
+async def test_watch_prints_a_registration_as_it_happens(
+    manager: ToolManager, mosquitto: Mosquitto, prefix: str
+) -> None:
+    # The manager (up before watch starts) confirms the registration, so serve is started
+    # at once instead of waiting out its confirmation timeout.
     watch_args = ("watch", "--count", "1", *connection(mosquitto.url, prefix))
     serve_args = ("serve", "tests.tool_proc:echo", *connection(mosquitto.url, prefix))
     async with cli_process(*watch_args) as watch:

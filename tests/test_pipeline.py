@@ -22,12 +22,14 @@ from argentic_tools import (
     OutputValidationError,
     TaskErrorMessage,
     ThreadToolPolicy,
+    ToolCallError,
     ToolError,
     ToolExecutionError,
     ToolManager,
     ToolNotEnabledError,
     ToolNotFoundError,
     ToolOfflineError,
+    ToolResult,
     ToolsError,
     ToolService,
     ToolTimeoutError,
@@ -37,6 +39,7 @@ from argentic_tools import (
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess, manager_for, messager_for, ready
+from .observers import Rendezvous, spy_on_calls
 
 pytestmark = pytest.mark.anyio
 
@@ -90,10 +93,12 @@ async def policy() -> ThreadToolPolicy:
 async def agent(
     mosquitto: Mosquitto, topics: Topics, recorder: InMemoryRecorder, policy: ThreadToolPolicy
 ) -> AsyncIterator[ToolManager]:
+    # The manager first: it confirms each registration, so the service starts at once
+    # instead of waiting out its confirmation timeout.
     async with (
-        ToolService(mosquitto.url, TOOLS, topics=topics),
         messager_for(mosquitto.url, topics) as messager,
         manager_for(messager, topics, policy=policy, recorder=recorder) as manager,
+        ToolService(mosquitto.url, TOOLS, topics=topics),
     ):
         for item in ("add", "liar", "refuse", "nap"):
             await manager.wait_for_tool(item, timeout=10)
@@ -101,20 +106,25 @@ async def agent(
 
 
 async def test_execute_tools_runs_parsed_calls_concurrently_and_keeps_call_ids(
-    agent: ToolManager,
+    agent: ToolManager, mosquitto: Mosquitto, topics: Topics
 ) -> None:
+    # Each `meet` call returns only once all three run at the same time: executed one
+    # after another, the first would never return and the bound below would fail the test.
+    rendezvous = Rendezvous(parties=3)
     calls = [
-        ParsedToolCall("c1", "nap", {"seconds": 1}),
+        ParsedToolCall("c1", "meet", {}),
         {"call_id": "c2", "tool_name": "add", "arguments": {"a": 2}},
         {"callId": "c3", "toolName": "nope", "arguments": {}},
-        ParsedToolCall("c4", "nap", {"seconds": 1}),
-        ParsedToolCall("c5", "nap", {"seconds": 1}),
+        ParsedToolCall("c4", "meet", {}),
+        ParsedToolCall("c5", "meet", {}),
     ]
-    # Three 1-second naps under a 2.5-second bound: they overlap.
-    with anyio.fail_after(2.5):
-        results = await agent.execute_tools(calls, thread_id="th", trace_id="tr")
+    async with ToolService(mosquitto.url, [rendezvous.tool], topics=topics, grace_period=1):
+        await agent.wait_for_tool("meet", timeout=10)
+        with anyio.fail_after(20):
+            results = await agent.execute_tools(calls, thread_id="th", trace_id="tr")
     assert [r.call_id for r in results] == ["c1", "c2", "c3", "c4", "c5"]
-    assert [r.tool_name for r in results] == ["nap", "add", "nope", "nap", "nap"]
+    assert [r.tool_name for r in results] == ["meet", "add", "nope", "meet", "meet"]
+    assert [results[i].result for i in (0, 3, 4)] == [3, 3, 3]
     assert results[1].result == 3
     assert isinstance(results[2], TaskErrorMessage)
     assert all(r.duration_ms is not None for r in results)
@@ -142,7 +152,7 @@ async def test_thread_policy_blocks_calls_before_publishing_and_filters_listings
         assert allowed.ok
         with anyio.fail_after(5):
             first = await anext(aiter(spy.messages))
-        assert json.loads(first.payload)["task_id"] == allowed.task_id  # type: ignore[arg-type]
+        assert json.loads(first.payload)["task_id"] == allowed.task_id
     exported = agent.export_tools("openai", thread_id="restricted")
     assert [e["function"]["name"] for e in exported] == ["add"]
 
@@ -192,17 +202,19 @@ async def test_offline_tool_is_observed_too(
     ):
         with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
             await ready(manager)
-            pending = asyncio.create_task(
-                manager.execute_tool("sleep", {"seconds": 60}, call_id="doomed")
-            )
-            with anyio.fail_after(10):
-                while manager.pending_calls < 1:
-                    await asyncio.sleep(0)
+            sleep_id = manager.tools_by_name["sleep"]["id"]
+            async with spy_on_calls(mosquitto.url, topics, sleep_id) as spy:
+                pending = asyncio.create_task(
+                    manager.execute_tool("sleep", {"seconds": 60}, call_id="doomed")
+                )
+                # The task reached the tool's topic before the tool dies.
+                assert await spy.wait_for_calls(1) == ["doomed"]
             proc.kill()
             with anyio.fail_after(20):
                 result = await pending
         await manager.flush_observations()
-    assert result.error_code == "tool_offline"  # type: ignore[union-attr]
+    assert isinstance(result, TaskErrorMessage)
+    assert result.error_code == "tool_offline"
     assert [o.error_code for o in recorder.observations if o.call_id == "doomed"] == [
         "tool_offline"
     ]
@@ -213,9 +225,9 @@ async def test_jsonlines_recorder_writes_one_line_per_call(
 ) -> None:
     path = tmp_path / "observations.jsonl"
     async with (
-        ToolService(mosquitto.url, [add], topics=topics),
         messager_for(mosquitto.url, topics) as messager,
         manager_for(messager, topics, recorder=JsonLinesRecorder(path)) as manager,
+        ToolService(mosquitto.url, [add], topics=topics),
     ):
         await manager.wait_for_tool("add", timeout=10)
         await manager.execute_tool("add", {"a": 5}, call_id="a")
@@ -250,9 +262,9 @@ async def test_slow_or_failing_recorder_never_delays_or_breaks_calls(
 ) -> None:
     rec = make()
     async with (
-        ToolService(mosquitto.url, [add], topics=topics),
         messager_for(mosquitto.url, topics) as messager,
         manager_for(messager, topics, recorder=rec) as manager,
+        ToolService(mosquitto.url, [add], topics=topics),
     ):
         await manager.wait_for_tool("add", timeout=10)
         with anyio.fail_after(5):
@@ -287,7 +299,7 @@ async def test_results_raise_the_matching_typed_exception(
     agent: ToolManager, policy: ThreadToolPolicy
 ) -> None:
     policy.set_enabled_tools("none", [])
-    cases: list[tuple[Any, type[ToolsError]]] = [
+    cases: list[tuple[ToolResult, type[ToolCallError]]] = [
         (await agent.execute_tool("ghost", {}), ToolNotFoundError),
         (
             await agent.execute_tool("add", {"a": 1}, context=CallContext(thread_id="none")),
@@ -325,8 +337,9 @@ async def test_messy_llm_arguments_get_messages_that_say_what_to_fix(
 
 async def test_unknown_tool_error_lists_what_exists(agent: ToolManager) -> None:
     result = await agent.execute_tool("ad", {"a": 1})
-    assert result.error == "Tool 'ad' not found."  # type: ignore[union-attr]
-    assert set(result.details["available"]) >= {"add", "nap"}  # type: ignore[union-attr]
+    assert isinstance(result, TaskErrorMessage)
+    assert result.error == "Tool 'ad' not found."
+    assert set(result.details["available"]) >= {"add", "nap"}
 
 
 async def test_exports_match_each_providers_documented_shape(agent: ToolManager) -> None:
@@ -357,21 +370,19 @@ async def test_exports_match_each_providers_documented_shape(agent: ToolManager)
     assert prompt == json.loads(agent.generate_tool_descriptions_for_prompt())
     assert {"tool_id", "name", "description", "parameters"} == set(prompt[0])
     with pytest.raises(ValueError, match="unknown export format"):
-        agent.export_tools("gemini")
+        agent.export_tools("gemini")  # type: ignore[arg-type]  # deliberately not a format
 
 
 async def test_closing_the_manager_does_not_wait_forever_for_a_stuck_recorder(
     mosquitto: Mosquitto, topics: Topics
 ) -> None:
     stuck = StuckRecorder()
-    async with (
-        ToolService(mosquitto.url, [add], topics=topics),
-        messager_for(mosquitto.url, topics) as messager,
-    ):
-        manager = manager_for(messager, topics, recorder=stuck)
+    async with messager_for(mosquitto.url, topics) as messager:
+        manager = manager_for(messager, topics, recorder=stuck, recorder_close_timeout=0.1)
         await manager.async_init()
-        await manager.wait_for_tool("add", timeout=10)
-        assert (await manager.execute_tool("add", {"a": 1})).ok
-        with anyio.fail_after(15):
-            await manager.aclose()  # the recorder never returns; close still ends
+        async with ToolService(mosquitto.url, [add], topics=topics):
+            await manager.wait_for_tool("add", timeout=10)
+            assert (await manager.execute_tool("add", {"a": 1})).ok
+            with anyio.fail_after(15):
+                await manager.aclose()  # the recorder never returns; close still ends
     assert len(stuck.seen) == 1

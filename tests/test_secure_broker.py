@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiomqtt
 import anyio
@@ -56,13 +57,14 @@ def derive_config(port: int, password_file: Path) -> str:
     seen: set[str] = set()
     lines = []
     for line in SECURE_CONF.read_text().splitlines():
+        kept: str | None = line
         for start, replacement in replacements.items():
             if line == start or line.startswith(start + " "):
                 seen.add(start)
-                line = replacement
+                kept = replacement
                 break
-        if line is not None:
-            lines.append(line)
+        if kept is not None:
+            lines.append(kept)
     # Fail loudly when the shipped file changes shape, instead of testing something else.
     assert seen == set(replacements), f"not found in {SECURE_CONF.name}: {set(replacements) - seen}"
     # Started as root, mosquitto switches to the `mosquitto` user before it reads the
@@ -223,7 +225,7 @@ async def test_a_tool_cannot_read_another_tools_tasks(secure_broker: SecureBroke
     ):
         # Mosquitto 2.0 grants the subscription, then applies the read ACL on delivery.
         granted = await calculator.subscribe("agent/tools/#", qos=1)
-        assert [code.value for code in granted] == [1]
+        assert [code if isinstance(code, int) else code.value for code in granted] == [1]
         await agent.publish("agent/tools/call/weather", b"weather task", qos=1)
         await agent.publish("agent/tools/call/calculator", b"marker", qos=1)
 
@@ -279,7 +281,8 @@ def test_acl_gives_each_tool_only_its_own_topics() -> None:
         shared = {("write", "agent/tools/register"), ("read", "agent/status/info")}
         assert shared <= granted, user
         own = granted - shared
-        calls, answers = set(), set()
+        calls: set[str] = set()
+        answers: set[str] = set()
         for access, topic in own:
             level, _, tool_id = topic.rpartition("/")
             assert (access, level) in {
@@ -312,7 +315,7 @@ def documented_commands() -> dict[str, list[str]]:
 
 # One call per tool, by tool id: it proves the tool can read its call topic and write
 # its response topic under the ACL.
-CALLS = [
+CALLS: list[tuple[str, dict[str, Any]]] = [
     ("calculator", {"expression": "6*7"}),
     ("units", {"value": 1, "from_unit": "km", "to_unit": "m"}),
     ("weather", {"city": "Paris"}),
