@@ -360,3 +360,57 @@ async def test_a_burst_to_a_frozen_tool_waits_in_the_manager_instead_of_being_dr
                 finally:
                     os.kill(proc.pid, signal.SIGCONT)
     assert [r.status.value for r in results].count("success") == 60
+
+
+# -- 5. a flood of registrations is bounded and costs registered tools nothing ---------------
+
+
+async def test_a_registration_flood_is_bounded_and_real_calls_keep_succeeding(
+    mosquitto: Mosquitto, topics: Topics
+) -> None:
+    from argentic_tools import RegisterToolMessage, ToolSpec
+
+    def forged(n: int, source: str | None = None) -> bytes:
+        schema = {"type": "object", "properties": {f"p{n}": {"type": "integer", "maximum": n}}}
+        return encode(
+            RegisterToolMessage(
+                source=source or f"forger-{n % 50}",
+                tool_name=f"forged-{n}",
+                tool_manual="not a real tool",
+                tool_api=json.dumps(schema),
+                tool_spec=ToolSpec(name=f"forged-{n}", description="", input_schema=schema),
+                protocol=1,
+            )
+        )
+
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, max_tools=300, max_tools_per_client=5) as manager,
+        ToolService(mosquitto.url, [add], topics=topics),
+    ):
+        await ready(manager, "add")
+        results: list[Any] = []
+        async with aiomqtt.Client("127.0.0.1", mosquitto.port) as forger:
+
+            async def flood() -> None:
+                for n in range(5_000):
+                    await forger.publish(topics.register, forged(n), qos=0)
+
+            async def calls() -> None:
+                for n in range(50):
+                    results.append(await manager.execute_tool("add", {"a": n}, timeout=30))
+
+            with anyio.fail_after(120):
+                async with anyio.create_task_group() as group:
+                    group.start_soon(flood)
+                    group.start_soon(calls)
+                # The flood is over once a marker sent after it on the same topic lands.
+                await forger.publish(topics.register, forged(10_000_000, "marker"), qos=1)
+                await manager.wait_for_tool("forged-10000000")
+        forged_tools = [n for n in manager.get_tool_names() if n.startswith("forged-")]
+        # 50 forging clients, 5 tools each, and the marker.
+        assert len(forged_tools) <= 50 * 5 + 1
+        assert [r.result for r in results] == [n + 1 for n in range(50)]
+        # The real tool is still there and answers.
+        after = await manager.execute_tool("add", {"a": 1, "b": 1})
+        assert after.result == 2

@@ -7,14 +7,20 @@ broker once their tool registers again.
 """
 
 import asyncio
+import json
 import logging
+import time
+from collections import deque
 from collections.abc import Coroutine
 from typing import Any
+
+import anyio.to_thread
 
 from .._errors import BrokerError, ProtocolError
 from .._lifecycle import TaskSet
 from .._logging import DropLog, InstanceLogger
 from .._protocol.messages import (
+    BaseMessage,
     ClientOfflineMessage,
     RegisterToolMessage,
     ToolRegisteredMessage,
@@ -24,10 +30,28 @@ from .._protocol.messages import (
     parse_message,
 )
 from .._protocol.topics import Topics
+from .._protocol.validation import SchemaValidator
 from .._transport import IncomingMessage, Messager
 from .calls import CallBook
 from .info import ToolInfo
 from .registry import Entry, RegistrationRefusedError, ToolRegistry
+
+REFUSAL_REPLIES_PER_SECOND = 50
+"""Refused registrations answered on the status topic per second; a flood of forged
+registrations must not turn into a flood of replies."""
+
+MAX_BACKLOG = 10_000
+"""Register-topic messages held while new schemas compile; more are dropped (a flood)."""
+
+
+def _compile_all(keys: list[str]) -> list[tuple[str, SchemaValidator]]:
+    compiled = []
+    for key in keys:
+        try:
+            compiled.append((key, SchemaValidator(json.loads(key))))
+        except ValueError:
+            continue  # admit() refuses it, saying why
+    return compiled
 
 
 async def publish_quietly(
@@ -75,6 +99,12 @@ class Membership:
         self.logger = logger
         self._drops = drops
         self._tasks = tasks
+        # Messages waiting behind a registration whose schemas compile off the loop, in
+        # arrival order (an unregistration must not overtake its registration).
+        self._backlog: deque[tuple[BaseMessage, list[str], str]] = deque()
+        self._draining = False
+        self._refusals_since = 0.0
+        self._refusals = 0
 
     def _resend_lost(self, entry: Entry) -> None:
         """Send again the tasks to a tool that went out on an earlier connection.
@@ -93,6 +123,51 @@ class Membership:
         except ProtocolError as exc:
             self._drops.drop(message.topic, str(exc))
             return
+        keys = (
+            self.registry.uncompiled_schemas(parsed)
+            if isinstance(parsed, RegisterToolMessage)
+            else []
+        )
+        if keys or self._backlog:
+            self._enqueue(parsed, keys, message.topic)
+        else:
+            self._apply(parsed, message.topic)
+
+    def _enqueue(self, parsed: BaseMessage, keys: list[str], topic: str) -> None:
+        if len(self._backlog) >= MAX_BACKLOG:
+            self._drops.drop(topic, "too many registrations are waiting to be checked")
+            return
+        self._backlog.append((parsed, keys, topic))
+        if not self._draining:
+            self._draining = True
+            self._tasks.spawn(self._drain(), "registrations")
+
+    async def _drain(self) -> None:
+        """Compile new schemas in a worker thread, then apply the messages in order.
+
+        Compiling a schema takes about a millisecond, a large one far more; on the
+        event loop, a flood of registrations with new schemas would delay every result.
+        """
+        try:
+            while self._backlog:
+                parsed, keys, topic = self._backlog[0]
+                if keys:
+                    compiled = await anyio.to_thread.run_sync(_compile_all, keys)
+                    self.registry.add_compiled(compiled)
+                self._backlog.popleft()
+                self._apply(parsed, topic)
+        finally:
+            self._draining = False
+
+    def _refusal_budget(self) -> bool:
+        """True while refusals are answered at most REFUSAL_REPLIES_PER_SECOND a second."""
+        now = time.monotonic()
+        if now - self._refusals_since >= 1.0:
+            self._refusals_since, self._refusals = now, 0
+        self._refusals += 1
+        return self._refusals <= REFUSAL_REPLIES_PER_SECOND
+
+    def _apply(self, parsed: BaseMessage, topic: str) -> None:
         if isinstance(parsed, RegisterToolMessage):
             self._handle_register(parsed)
         elif isinstance(parsed, UnregisterToolMessage):
@@ -101,7 +176,7 @@ class Membership:
                 self.logger.debug("unregistration of unknown tool id %s", parsed.tool_id)
             elif parsed.source is not None and entry.info.source not in (None, parsed.source):
                 self._drops.drop(
-                    message.topic,
+                    topic,
                     f"{parsed.source} cannot unregister "
                     f"tool {parsed.tool_id} owned by {entry.info.source}",
                 )
@@ -113,7 +188,7 @@ class Membership:
             # Calls to tools that already unregistered but were still finishing.
             self.calls.fail(lambda p: p.source == parsed.source)
         else:
-            self._drops.drop(message.topic, f"unexpected {parsed.type} message")
+            self._drops.drop(topic, f"unexpected {parsed.type} message")
 
     def _handle_register(self, reg: RegisterToolMessage) -> None:
         try:
@@ -122,6 +197,8 @@ class Membership:
             self._drops.drop(
                 self.topics.register, f"registration of {reg.tool_name!r} refused: {exc}"
             )
+            if not self._refusal_budget():
+                return  # a flood: the registering side learns on its next attempt
             self._spawn(
                 self._publish_status(
                     ToolRegistrationErrorMessage(

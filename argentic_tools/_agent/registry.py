@@ -22,6 +22,13 @@ from .info import ToolInfo
 _ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 
+DEFAULT_MAX_TOOLS = 5_000
+"""Tool instances a manager admits in all, by default; more are refused."""
+DEFAULT_MAX_TOOLS_PER_CLIENT = 1_000
+"""Tool instances one MQTT client may register, by default."""
+MAX_SCHEMA_BYTES = 64 * 1024
+"""Largest argument or output schema (canonical JSON) a manager compiles."""
+
 LEGACY_SETTLE_SECONDS = 0.3
 """Plain Argentic tools subscribe to their call topic only after our confirmation reaches
 them; calls to a freshly registered one wait this long so that the first is not lost."""
@@ -68,7 +75,16 @@ class Entry:
 class ToolRegistry:
     """Tools by id and by name; a name may be served by several instances."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        max_tools_per_client: int = DEFAULT_MAX_TOOLS_PER_CLIENT,
+    ) -> None:
+        self.max_tools = max_tools
+        """Instances admitted in all; registrations of new ones beyond are refused."""
+        self.max_tools_per_client = max_tools_per_client
+        """Instances one client (``source``) may hold; beyond are refused."""
+        self._by_source: dict[str | None, dict[str, Entry]] = {}
         self.tools_by_id: dict[str, dict[str, Any]] = {}
         """Argentic's view: tool id to ``{id, name, description, parameters, ...}``."""
         self.tools_by_name: dict[str, dict[str, Any]] = {}
@@ -97,7 +113,7 @@ class ToolRegistry:
 
     def from_source(self, source: str | None) -> list[Entry]:
         """Every instance served by the process with this client id."""
-        return [e for e in self._entries.values() if e.info.source == source]
+        return list(self._by_source.get(source, {}).values())
 
     def find(self, tool_name_or_id: str) -> Entry | None:
         """The instance with this id, else the first one with this name (no rotation)."""
@@ -165,21 +181,17 @@ class ToolRegistry:
         problem = tool_name_problem(name)
         if problem:
             raise RegistrationRefusedError(problem)
-        if spec is not None and spec.input_schema:
-            schema: Any = spec.input_schema
-        else:
-            try:
-                schema = json.loads(reg.tool_api or "{}")
-            except json.JSONDecodeError as exc:
-                raise RegistrationRefusedError(f"tool_api is not valid JSON: {exc}") from None
-        if not isinstance(schema, dict):
-            raise RegistrationRefusedError("the argument schema must be a JSON object")
-        schema = schema or _EMPTY_OBJECT
+        schema = _input_schema(reg)
+        self._check_room(reg)
         try:
             validator = self._validators.get(schema)
         except ValueError as exc:
             raise RegistrationRefusedError(str(exc)) from None
         output_schema = spec.output_schema if spec else None
+        if output_schema is not None and len(ValidatorCache.key(output_schema)) > MAX_SCHEMA_BYTES:
+            raise RegistrationRefusedError(
+                f"the output schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB"
+            )
         try:
             output_validator = (
                 None if output_schema is None else self._validators.get(output_schema)
@@ -249,10 +261,52 @@ class ToolRegistry:
         else:
             self._by_name.setdefault(name, []).append(entry)
         self._entries[tool_id] = entry
+        self._by_source.setdefault(source, {})[tool_id] = entry
         self.tools_by_id[tool_id] = entry.public
         self.tools_by_name[name] = self._by_name[name][0].public
         self._changed()
         return entry, previous is None, replaced
+
+    def uncompiled_schemas(self, reg: RegisterToolMessage) -> list[str]:
+        """Canonical schemas of ``reg`` that :meth:`admit` would have to compile.
+
+        Empty when all are compiled, or when ``admit`` will refuse ``reg`` before
+        compiling (bad name or schema, too large, no room): the caller compiles the
+        rest off the event loop and hands them over with :meth:`add_compiled`.
+        """
+        try:
+            if tool_name_problem(reg.tool_name):
+                return []
+            schemas = [_input_schema(reg)]
+            self._check_room(reg)
+        except RegistrationRefusedError:
+            return []
+        if reg.tool_spec is not None and isinstance(reg.tool_spec.output_schema, dict):
+            schemas.append(reg.tool_spec.output_schema)
+        keys = [self._validators.key(schema) for schema in schemas]
+        return [k for k in keys if len(k) <= MAX_SCHEMA_BYTES and not self._validators.has(k)]
+
+    def add_compiled(self, compiled: list[tuple[str, SchemaValidator]]) -> None:
+        """Keep validators compiled off the event loop (see :meth:`uncompiled_schemas`)."""
+        for key, validator in compiled:
+            self._validators.put(key, validator)
+
+    def _check_room(self, reg: RegisterToolMessage) -> None:
+        """Refuse a registration that would add an instance past the bounds."""
+        if reg.tool_id is not None and reg.tool_id in self._entries:
+            return  # a re-registration adds nothing
+        mine = self._by_source.get(reg.source, {})
+        if any(e.info.name == reg.tool_name for e in mine.values()):
+            return  # the same process's tool, re-registering or moving to a new id
+        if len(self._entries) >= self.max_tools:
+            raise RegistrationRefusedError(
+                f"the registry is full: {self.max_tools} tools (the manager's max_tools)"
+            )
+        if len(mine) >= self.max_tools_per_client:
+            raise RegistrationRefusedError(
+                f"{reg.source} already registered {len(mine)} tools, the most one client "
+                f"may (the manager's max_tools_per_client)"
+            )
 
     def remove(self, entry: Entry) -> bool:
         """Remove this instance; False when it was no longer registered."""
@@ -260,6 +314,11 @@ class ToolRegistry:
         if self._entries.get(info.id) is not entry:
             return False
         del self._entries[info.id]
+        mine = self._by_source.get(info.source)
+        if mine is not None:
+            mine.pop(info.id, None)
+            if not mine:
+                del self._by_source[info.source]
         self.tools_by_id.pop(info.id, None)
         remaining = [e for e in self._by_name.get(info.name, ()) if e is not entry]
         if remaining:
@@ -305,3 +364,28 @@ def matching(infos: Iterable[ToolInfo], tags: Iterable[str] | None) -> Iterator[
     """The tools carrying every one of ``tags``."""
     wanted = set(tags or ())
     return (info for info in infos if not wanted or wanted.issubset(info.tags))
+
+
+def _input_schema(reg: RegisterToolMessage) -> dict[str, Any]:
+    """The argument schema a registration declares (spec first, then ``tool_api``).
+
+    Raises:
+        RegistrationRefusedError: It is not a JSON object, or too large.
+
+    """
+    spec = reg.tool_spec
+    if spec is not None and spec.input_schema:
+        schema: Any = spec.input_schema
+    else:
+        try:
+            schema = json.loads(reg.tool_api or "{}")
+        except json.JSONDecodeError as exc:
+            raise RegistrationRefusedError(f"tool_api is not valid JSON: {exc}") from None
+    if not isinstance(schema, dict):
+        raise RegistrationRefusedError("the argument schema must be a JSON object")
+    checked: dict[str, Any] = schema or _EMPTY_OBJECT
+    if len(ValidatorCache.key(checked)) > MAX_SCHEMA_BYTES:
+        raise RegistrationRefusedError(
+            f"the argument schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB"
+        )
+    return checked

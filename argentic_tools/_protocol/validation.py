@@ -159,15 +159,29 @@ class ValidatorCache:
             ValueError: ``schema`` is not a valid JSON Schema.
 
         """
-        key = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+        key = self.key(schema)
         validator = self._validators.get(key)
         if validator is None:
-            validator = self._validators[key] = SchemaValidator(json.loads(key))
-            if len(self._validators) > self._size:
-                self._validators.popitem(last=False)
+            self.put(key, SchemaValidator(json.loads(key)))
+            validator = self._validators[key]
         else:
             self._validators.move_to_end(key)
         return validator
+
+    @staticmethod
+    def key(schema: dict[str, Any]) -> str:
+        """The canonical JSON of ``schema`` (also its size on the wire, roughly)."""
+        return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+    def has(self, key: str) -> bool:
+        """True when the schema with this canonical JSON is compiled already."""
+        return key in self._validators
+
+    def put(self, key: str, validator: "SchemaValidator") -> None:
+        """Keep a validator compiled elsewhere (e.g. in a worker thread)."""
+        self._validators[key] = validator
+        if len(self._validators) > self._size:
+            self._validators.popitem(last=False)
 
 
 def describe_problems(problems: list[dict[str, Any]]) -> str:
