@@ -43,12 +43,19 @@ from .info import ToolInfo
 from .membership import Membership, publish_quietly
 from .observations import Observation, ObservationPump, ObservationRecorder
 from .policy import AllToolsEnabled, ToolPolicy
-from .registry import Entry, ToolRegistry, matching
+from .registry import (
+    DEFAULT_MAX_TOOLS,
+    DEFAULT_MAX_TOOLS_PER_CLIENT,
+    Entry,
+    ToolRegistry,
+    matching,
+)
 
 logger = logging.getLogger("argentic_tools.manager")
 
 RECORDER_CLOSE_SECONDS = 5.0
-"""How long closing a manager waits for its recorder to take the queued observations."""
+"""How long closing a manager waits, by default, for its recorder to take the queued
+observations."""
 
 
 class ToolManager(AsyncResource):
@@ -64,6 +71,12 @@ class ToolManager(AsyncResource):
         default_timeout: Seconds a call waits when no timeout is given.
         policy: Which tools each conversation thread may use (all by default).
         recorder: Receives one :class:`Observation` per call attempt.
+        max_tools: Tool instances admitted in all; registrations of more are refused
+            (with a TOOL_REGISTRATION_ERROR to the registering client).
+        max_tools_per_client: Tool instances one MQTT client may register.
+        recorder_close_timeout: Seconds closing the manager waits for the recorder
+            to take the observations still queued; past it they are dropped, so a
+            stuck recorder never hangs the shutdown.
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -85,6 +98,9 @@ class ToolManager(AsyncResource):
         *,
         policy: ToolPolicy | None = None,
         recorder: ObservationRecorder | None = None,
+        recorder_close_timeout: float = RECORDER_CLOSE_SECONDS,
+        max_tools: int = DEFAULT_MAX_TOOLS,
+        max_tools_per_client: int = DEFAULT_MAX_TOOLS_PER_CLIENT,
     ) -> None:
         self.messager = messager
         self.register_topic = register_topic
@@ -98,7 +114,7 @@ class ToolManager(AsyncResource):
         self.policy: ToolPolicy = policy or AllToolsEnabled()
         self.log_level = parse_log_level(log_level)
         self.logger = InstanceLogger(logger, self.log_level, {"client_id": messager.client_id})
-        self._registry = ToolRegistry()
+        self._registry = ToolRegistry(max_tools, max_tools_per_client)
         self.tools_by_id: dict[str, dict[str, Any]] = self._registry.tools_by_id
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
         self._calls = CallBook(self._registry, messager.client_id)
@@ -114,6 +130,7 @@ class ToolManager(AsyncResource):
             self._background,
         )
         self._pump = ObservationPump(recorder) if recorder is not None else None
+        self.recorder_close_timeout = recorder_close_timeout
         self._initialised = False
 
     # -- lifecycle ------------------------------------------------------------
@@ -160,7 +177,7 @@ class ToolManager(AsyncResource):
         if self._pump is not None:
             # Hand over what is queued, but a stuck recorder must not hang the shutdown.
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(RECORDER_CLOSE_SECONDS):
+                async with asyncio.timeout(self.recorder_close_timeout):
                     await self._pump.flush()
             await self._pump.close()
 
@@ -332,7 +349,10 @@ class ToolManager(AsyncResource):
             tool_name_or_id: Tool name, or a tool id to pick one instance.
             arguments: Arguments object; checked against the tool's JSON Schema
                 before anything is published.
-            task_id_override: Task id to use instead of a fresh UUID.
+            task_id_override: The caller's label for this call, returned as the
+                result's ``task_id``. The task on the wire always gets a fresh id:
+                labels repeat (LLM call ids do), and a reused wire id would be
+                answered with the earlier call's recorded result.
             timeout: Seconds to wait; ``default_timeout`` when None. Zero means
                 no time at all (the call times out without being sent).
             call_id: The caller's id for the call, returned unchanged.
@@ -361,10 +381,12 @@ class ToolManager(AsyncResource):
                         settle = ready_at - asyncio.get_running_loop().time()
                         if settle > 0:
                             await asyncio.sleep(settle)
+                    await self._calls.take_slot(call)
                     call.sent_on = await self._send(call.entry, call.task)
                     result: ToolResult = await call.future
             except TimeoutError:
-                self._cancel_remote(call, f"timed out after {call.wait:g} s")
+                if call.sent_on:
+                    self._cancel_remote(call, f"timed out after {call.wait:g} s")
                 result = self._calls.timed_out(call)
             except ToolGoneError:
                 result = self._calls.failed(
@@ -441,7 +463,6 @@ class ToolManager(AsyncResource):
                 self.execute_tool(
                     request.tool_id,
                     request.arguments,
-                    task_id_override=request.call_id,
                     timeout=request.timeout,
                     call_id=request.call_id,
                     context=request.context,

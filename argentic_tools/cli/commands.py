@@ -1,6 +1,8 @@
 """The commands: serve, list, describe, call, watch, broker, demo, bench and soak."""
 
 import argparse
+import asyncio
+import contextlib
 import json
 import subprocess
 import sys
@@ -79,10 +81,35 @@ def _registry(manager: ToolManager) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (row["name"], row["id"]))
 
 
-async def list_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``list``: collect registrations for ``--wait`` seconds and print them."""
-    async with connected_manager(args) as manager:
+async def collect_registrations(manager: ToolManager, args: argparse.Namespace) -> None:
+    """Collect registrations for ``--wait`` seconds, or until every ``--expect`` tool is in.
+
+    Without ``--expect`` there is no telling when every live tool has answered the
+    manager's announcement, so the whole ``--wait`` is spent; with it, the command
+    goes on as soon as those tools (names or ids) are registered.
+    """
+    expected: list[str] = args.expect
+    if not expected:
         await collect(args.wait)
+        return
+    status = Text(f"Waiting up to {args.wait:g} s for {', '.join(expected)}...")
+    with stderr.status(status), contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(args.wait):
+            for name in expected:
+                await manager.wait_for_tool(name)
+    missing = [
+        name
+        for name in expected
+        if name not in manager.tools_by_name and name not in manager.tools_by_id
+    ]
+    if missing:
+        stderr.print(f"Not registered after {args.wait:g} s: {', '.join(missing)}.")
+
+
+async def list_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``list``: collect registrations (see :func:`collect_registrations`) and print them."""
+    async with connected_manager(args) as manager:
+        await collect_registrations(manager, args)
         rows = _registry(manager)
     return _print_registry(args, rows)
 
@@ -118,7 +145,7 @@ def print_json(value: Any) -> None:
 async def describe_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``describe``: print the registry in an LLM provider's tool format."""
     async with connected_manager(args) as manager:
-        await collect(args.wait)
+        await collect_registrations(manager, args)
         if args.format == "prompt":
             exported: Any = json.loads(manager.generate_tool_descriptions_for_prompt())
         else:

@@ -87,6 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing = command("list", "list the registered tools")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
+    _add_expect_argument(listing)
     listing.set_defaults(run=list_command, log_level="WARNING")
 
     call = command("call", "call a tool and print its result as JSON")
@@ -103,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("prompt", "openai", "anthropic", "mcp"), default="prompt"
     )
     describe.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
+    _add_expect_argument(describe)
     describe.set_defaults(run=describe_command, log_level="WARNING")
 
     watch = command("watch", "print registrations, calls and results as they happen")
@@ -123,6 +125,18 @@ def build_parser() -> argparse.ArgumentParser:
         runner.add_argument("bench_args", nargs=argparse.REMAINDER)
         runner.set_defaults(sync=benchmark_command, debug=False)
     return parser
+
+
+def _add_expect_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--expect NAME`` (repeatable) to a command that collects registrations."""
+    parser.add_argument(
+        "--expect",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="stop collecting as soon as this tool (name or id) is registered, "
+        "within --wait seconds; repeatable",
+    )
 
 
 def _configure_logging(level: LogLevel, debug: bool) -> None:
