@@ -89,9 +89,10 @@ log_type warning
 class Mosquitto:
     """One mosquitto process on 127.0.0.1:``port`` with a benchmark-friendly config."""
 
-    def __init__(self, binary: str, port: int) -> None:
+    def __init__(self, binary: str, port: int, extra_config: str = "") -> None:
         self.binary = binary
         self.port = port
+        self.extra_config = extra_config
         self.process: subprocess.Popen[bytes] | None = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
@@ -111,7 +112,10 @@ class Mosquitto:
         config = workdir / "mosquitto.conf"
         # As root, mosquitto would switch to user "mosquitto" and lose its log file.
         user = "user root\n" if os.geteuid() == 0 else ""
-        config.write_text(CONFIG.format(port=self.port, log=workdir / "mosquitto.log", user=user))
+        config.write_text(
+            CONFIG.format(port=self.port, log=workdir / "mosquitto.log", user=user)
+            + self.extra_config
+        )
         self.process = subprocess.Popen(
             [self.binary, "-c", str(config)],
             stdout=subprocess.DEVNULL,

@@ -92,15 +92,17 @@ async def test_a_failed_async_init_leaves_nothing_attached(
     with pytest.raises(BrokerError):
         await manager.async_init()
     caplog.set_level(logging.INFO, logger="argentic_tools.manager")
-    async with messager, ToolService(mosquitto.url, [shout], topics=topics):
+    async with messager:
         # The same manager starts cleanly afterwards, with one handler per topic.
         await manager.async_init()
         try:
-            with anyio.fail_after(10):
-                await manager.wait_for_tool("shout")
-            result = await manager.execute_tool("shout", {"text": "hi"})
-            assert result.ok
-            assert result.result == "HI"
+            # Served after the manager is up, which confirms the registration at once.
+            async with ToolService(mosquitto.url, [shout], topics=topics):
+                with anyio.fail_after(10):
+                    await manager.wait_for_tool("shout")
+                result = await manager.execute_tool("shout", {"text": "hi"})
+                assert result.ok
+                assert result.result == "HI"
         finally:
             await manager.aclose()
     registered = [r for r in caplog.records if r.getMessage().startswith("registered tool 'shout'")]

@@ -60,14 +60,14 @@ class BrokerClients:
     async def sessions_left(self, connected: int) -> int:
         """Sessions kept for gone clients, once only ``connected`` clients remain."""
         with anyio.fail_after(TIMEOUT):
-            while self.counts.get("connected") != connected:
-                await self._changed.wait()
-            # The counters of one tick are published together: once a later tick is
-            # seen, the one that counted ``connected`` clients has arrived whole.
-            tick = self.ticks
-            while self.ticks == tick:
-                await self._changed.wait()
-        return self.counts["disconnected"]
+            while True:
+                # Each tick publishes the uptime, then the counters that changed: two
+                # uptimes from now, the counters of a tick that began after now are in.
+                tick = self.ticks
+                while self.ticks < tick + 2:
+                    await self._changed.wait()
+                if self.counts.get("connected") == connected:
+                    return self.counts["disconnected"]
 
 
 async def test_killed_and_stopped_tool_processes_and_managers_leave_no_session(

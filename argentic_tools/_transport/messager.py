@@ -71,7 +71,8 @@ class Messager(AsyncResource):
         broker_address: Host name, or a URL such as ``mqtt://user:pw@host:1883``
             or ``mqtts://host:8883`` (the URL's port, credentials and TLS win).
         port: Broker port when ``broker_address`` is a plain host.
-        client_id: MQTT client id; a unique one is generated when empty.
+        client_id: MQTT client id; a unique one is generated when empty. Give a
+            stable one (the same on every start) to keep a session across restarts.
         username: User name for the broker.
         password: Password for the broker.
         keepalive: MQTT keepalive in seconds; the broker declares a silent
@@ -84,7 +85,12 @@ class Messager(AsyncResource):
         max_payload_bytes: Largest payload sent or accepted.
         connect_timeout: Seconds to wait for the first connection.
         persistent_session: Keep the MQTT session (subscriptions and queued
-            QoS 1 messages) across reconnections.
+            QoS 1 messages) on the broker while disconnected. None (the default)
+            keeps it only for a ``client_id`` the caller gave: a generated id is
+            never used again once this process ends, so its session would stay on
+            the broker, queueing messages for nobody (until the broker's
+            ``persistent_client_expiration``, forever without it). A session kept
+            for a generated id (True) is ended by :meth:`disconnect`.
 
     """
 
@@ -102,7 +108,7 @@ class Messager(AsyncResource):
         will_topic: str | None = DEFAULT_REGISTER_TOPIC,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         connect_timeout: float = 10.0,
-        persistent_session: bool = True,
+        persistent_session: bool | None = None,
     ) -> None:
         if "://" in broker_address:
             url = BrokerURL.parse(broker_address)
@@ -115,6 +121,7 @@ class Messager(AsyncResource):
         self.broker_address = broker_address
         self.port = port
         self.client_id = client_id or make_client_id()
+        self._stable_id = bool(client_id)
         self.username = username
         self.password = password
         self.keepalive = keepalive
@@ -123,7 +130,9 @@ class Messager(AsyncResource):
         self.will_topic = will_topic
         self.max_payload_bytes = max_payload_bytes
         self.connect_timeout = connect_timeout
-        self.persistent_session = persistent_session
+        self.persistent_session = (
+            self._stable_id if persistent_session is None else persistent_session
+        )
         self.logger = InstanceLogger(logger, log_level, {"client_id": self.client_id})
         self._subscriptions = Subscriptions()
         self._client: aiomqtt.Client | None = None
@@ -216,7 +225,10 @@ class Messager(AsyncResource):
         return True
 
     async def disconnect(self) -> None:
-        """Close the connection cleanly (no Last Will) and stop the reader."""
+        """Close the connection cleanly (no Last Will) and stop the reader.
+
+        A session kept for a generated client id is ended too: nobody can resume it.
+        """
         if not self._entered:
             return
         self._closing = True
@@ -230,6 +242,8 @@ class Messager(AsyncResource):
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
+            if self.persistent_session and not self._stable_id:
+                await self._end_session()
         self._runner = None
         self._entered = False
 
@@ -368,13 +382,8 @@ class Messager(AsyncResource):
             if not future.done():
                 future.set_result(None)
 
-    async def _open(self) -> aiomqtt.Client:
-        will = None
-        if self.will_topic:
-            will = aiomqtt.Will(
-                self.will_topic, encode(ClientOfflineMessage(source=self.client_id)), qos=1
-            )
-        client = aiomqtt.Client(
+    def _new_client(self, will: aiomqtt.Will | None, *, clean_session: bool) -> aiomqtt.Client:
+        return aiomqtt.Client(
             self.broker_address,
             self.port,
             identifier=self.client_id,
@@ -382,13 +391,32 @@ class Messager(AsyncResource):
             password=self.password,
             keepalive=self.keepalive,
             will=will,
-            clean_session=not self.persistent_session,
+            clean_session=clean_session,
             tls_context=self.tls_context,
             socket_options=_NODELAY,
             timeout=self.connect_timeout,
             logger=_aiomqtt_logger,
             max_inflight_messages=0,  # unlimited, so paho skips its O(n) scan per PUBACK
         )
+
+    async def _end_session(self) -> None:
+        """Connect once more with a clean session: MQTT 3.1.1's only way to end one."""
+        client = self._new_client(None, clean_session=True)
+        try:
+            async with asyncio.timeout(min(self.connect_timeout, 2.0)):
+                await client.__aenter__()
+                await client.__aexit__(None, None, None)
+        except Exception as exc:  # noqa: BLE001 - best effort: the broker's expiry remains
+            _internals.close_socket(client)
+            self.logger.warning("could not end the MQTT session of %s: %s", self.client_id, exc)
+
+    async def _open(self) -> aiomqtt.Client:
+        will = None
+        if self.will_topic:
+            will = aiomqtt.Will(
+                self.will_topic, encode(ClientOfflineMessage(source=self.client_id)), qos=1
+            )
+        client = self._new_client(will, clean_session=not self.persistent_session)
         # Dispatch straight from paho's callback (it runs on the event loop): no queue,
         # no task and no wait per message, which is most of a round trip's cost.
         _internals.install_callbacks(client, self._on_paho_message, self._on_puback)
@@ -456,8 +484,12 @@ class Messager(AsyncResource):
 
     async def _read(self, client: aiomqtt.Client) -> None:
         # Messages are dispatched by _on_paho_message; this only waits for the end.
+        # Shielded: disconnect() cancels this reader, and a cancelled wait would cancel
+        # aiomqtt's own future, after which its __aexit__ believes the connection gone
+        # and neither sends DISCONNECT nor closes the socket (the client stayed
+        # connected, subscribed and queueing until the process exited).
         try:
-            await _internals.disconnected(client)
+            await asyncio.shield(_internals.disconnected(client))
         except aiomqtt.MqttError:
             raise  # already ours to report
         except Exception as exc:  # noqa: BLE001 - paho reports socket errors raw
