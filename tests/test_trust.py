@@ -414,3 +414,44 @@ async def test_a_registration_flood_is_bounded_and_real_calls_keep_succeeding(
         # The real tool is still there and answers.
         after = await manager.execute_tool("add", {"a": 1, "b": 1})
         assert after.result == 2
+
+
+# -- 4. a graceful broker restart fails no call that outlasts it ------------------------------
+
+
+async def test_calls_around_a_graceful_broker_restart_all_succeed(
+    private_mosquitto: Mosquitto, topics: Topics, prefix: str
+) -> None:
+    from .conftest import ToolProcess
+    from .observers import spy_on_calls
+
+    broker = private_mosquitto
+    with ToolProcess("tests.tool_proc", broker.url, prefix):
+        async with (
+            messager_for(broker.url, topics) as messager,
+            manager_for(messager, topics) as manager,
+        ):
+            await manager.wait_for_tool("sleep", timeout=15)
+            await manager.wait_for_tool("echo", timeout=15)
+            sleep_id = manager.tools_by_name["sleep"]["id"]
+            async with anyio.create_task_group() as group:
+                results: list[Any] = []
+
+                async def call(name: str, arguments: dict[str, Any], label: str) -> None:
+                    result = await manager.execute_tool(name, arguments, timeout=30, call_id=label)
+                    results.append(result)
+
+                async with spy_on_calls(broker.url, topics, sleep_id) as spy:
+                    for n in range(5):
+                        group.start_soon(call, "sleep", {"seconds": 0.5}, f"before-{n}")
+                    await spy.wait_for_calls(5)
+                # SIGTERM: mosquitto publishes every client's Last Will as it stops.
+                await anyio.to_thread.run_sync(broker.stop)
+                for n in range(5):
+                    group.start_soon(call, "echo", {"message": f"during-{n}"}, f"during-{n}")
+                await anyio.to_thread.run_sync(broker.start)
+            after = await manager.execute_tool("echo", {"message": "after"}, timeout=30)
+    outcomes = {r.call_id: (r.status.value, getattr(r, "error", None)) for r in results}
+    assert all(status == "success" for status, _ in outcomes.values()), outcomes
+    assert len(outcomes) == 10
+    assert after.ok, after

@@ -53,6 +53,10 @@ from .registry import (
 
 logger = logging.getLogger("argentic_tools.manager")
 
+REGISTRY_SETTLE_SECONDS = 2.0
+"""After a reconnection, how long a call to a name not (yet) registered waits for its tool
+to register again before it ends ``not_found`` (within the call's own timeout)."""
+
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits, by default, for its recorder to take the queued
 observations."""
@@ -120,6 +124,7 @@ class ToolManager(AsyncResource):
         self._calls = CallBook(self._registry, messager.client_id)
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
+        self._settle_until: float | None = None
         self._membership = Membership(
             self._registry,
             self._calls,
@@ -199,7 +204,17 @@ class ToolManager(AsyncResource):
         # The broker may have restarted and forgotten every subscription: until a tool
         # registers again (it does on its own reconnect, or on this announcement), calls
         # to it wait instead of being published into the void (see _send).
+        self._settle_until = asyncio.get_running_loop().time() + REGISTRY_SETTLE_SECONDS
         await self._announce()
+
+    def _settling(self) -> bool:
+        """True while disconnected or just reconnected: tools may not be back yet."""
+        if self._settle_until is None:
+            return False
+        return (
+            not self.messager.is_connected()
+            or asyncio.get_running_loop().time() < self._settle_until
+        )
 
     async def _announce(self) -> None:
         await self.messager.publish(
@@ -373,6 +388,14 @@ class ToolManager(AsyncResource):
         call = self._calls.prepare(
             tool_name_or_id, arguments, task_id_override, wait, call_id, context, self.policy
         )
+        if (
+            isinstance(call, TaskErrorMessage)
+            and call.error_code == "not_found"
+            and (self._settling() or not self.messager.is_connected())
+        ):
+            call = await self._after_settling(
+                tool_name_or_id, arguments, task_id_override, wait, call_id, context, call
+            )
         if isinstance(call, Pending):
             try:
                 async with asyncio.timeout(call.wait):
@@ -413,6 +436,32 @@ class ToolManager(AsyncResource):
         if self._pump is not None:
             self._observe(result, context)
         return result
+
+    async def _after_settling(
+        self,
+        name: str,
+        arguments: Any,
+        task_id_override: str | None,
+        wait: float,
+        call_id: str | None,
+        context: CallContext | None,
+        not_found: TaskErrorMessage,
+    ) -> "Pending | TaskErrorMessage":
+        """Wait (within the call's timeout) for a tool to come back after a reconnection."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                await self.messager.wait_connected()
+            settle = self._settle_until or loop.time()
+            async with asyncio.timeout_at(min(deadline, max(settle, loop.time()))):
+                await self._registry.wait_for(name)
+        remaining = deadline - loop.time()
+        if remaining <= 0 or self._registry.lookup(name) is None:
+            return not_found
+        return self._calls.prepare(
+            name, arguments, task_id_override, remaining, call_id, context, self.policy
+        )
 
     def _cancel_remote(self, call: Pending, reason: str) -> None:
         """Tell the tool to stop working on ``call``: nobody will read the result."""

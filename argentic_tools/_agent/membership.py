@@ -36,6 +36,11 @@ from .calls import CallBook
 from .info import ToolInfo
 from .registry import Entry, RegistrationRefusedError, ToolRegistry
 
+WILL_GRACE_SECONDS = 0.25
+"""How long a Last Will waits before it counts: a broker that stops gracefully publishes
+every client's will just before it drops its connections, so a will followed by the loss
+of our own connection within this time is the broker's shutdown, not a tool's death."""
+
 REFUSAL_REPLIES_PER_SECOND = 50
 """Refused registrations answered on the status topic per second; a flood of forged
 registrations must not turn into a flood of replies."""
@@ -183,12 +188,27 @@ class Membership:
             else:
                 self._remove(entry, "unregistered")
         elif isinstance(parsed, ClientOfflineMessage):
-            for entry in self.registry.from_source(parsed.source):
-                self._remove(entry, "offline")
-            # Calls to tools that already unregistered but were still finishing.
-            self.calls.fail(lambda p: p.source == parsed.source)
+            # A broker that stops gracefully publishes every client's Last Will just
+            # before it closes its connections, ours included. Act on a will only when
+            # our own connection outlives it by WILL_GRACE_SECONDS.
+            connection = self.messager.connections
+            asyncio.get_running_loop().call_later(
+                WILL_GRACE_SECONDS, self._confirm_offline, parsed.source, connection
+            )
         else:
             self._drops.drop(topic, f"unexpected {parsed.type} message")
+
+    def _confirm_offline(self, source: str, connection: int) -> None:
+        if not self.messager.is_connected() or self.messager.connections != connection:
+            # Our connection went down with the tool's: the broker stopped, which proves
+            # nothing about the tool. It registers again when it is back; calls to it
+            # wait for that within their timeouts.
+            self.logger.info("ignored the Last Will of %s: the broker went down", source)
+            return
+        for entry in self.registry.from_source(source):
+            self._remove(entry, "offline")
+        # Calls to tools that already unregistered but were still finishing.
+        self.calls.fail(lambda p: p.source == source)
 
     def _handle_register(self, reg: RegisterToolMessage) -> None:
         try:
