@@ -8,6 +8,7 @@ from typing import Any
 
 import aiomqtt
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -455,3 +456,49 @@ async def test_calls_around_a_graceful_broker_restart_all_succeed(
     assert all(status == "success" for status, _ in outcomes.values()), outcomes
     assert len(outcomes) == 10
     assert after.ok, after
+
+
+# -- 7. a newcomer with a held tool id runs nothing -----------------------------------------
+
+
+async def test_a_newcomer_with_a_pinned_id_already_held_runs_no_task(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics
+) -> None:
+    runs = {"holder": 0, "newcomer": 0}
+
+    def counter(who: str) -> Any:
+        @tool(name="counted", tool_id="counted-1")
+        async def counted(n: int) -> str:
+            """Count who ran the call."""
+            runs[who] += 1
+            await anyio.lowlevel.checkpoint()
+            return who
+
+        return counted
+
+    async with ToolService(mosquitto.url, [counter("holder")], topics=topics):
+        await ready(manager, "counted")
+        results: list[Any] = []
+        newcomer_refused = anyio.Event()
+
+        async def calls() -> None:
+            n = 0
+            while not newcomer_refused.is_set() or n < 50:
+                results.append(await manager.execute_tool("counted", {"n": n}, timeout=10))
+                n += 1
+
+        async def newcomers() -> None:
+            for _ in range(5):
+                with pytest.raises(RegistrationError, match="already used"):
+                    async with ToolService(mosquitto.url, [counter("newcomer")], topics=topics):
+                        pass
+            newcomer_refused.set()
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as group:
+                for _ in range(8):
+                    group.start_soon(calls)
+                group.start_soon(newcomers)
+    assert runs["newcomer"] == 0
+    assert all(r.result == "holder" for r in results), {r.status.value for r in results}
+    assert runs["holder"] == len(results)

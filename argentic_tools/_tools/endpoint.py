@@ -78,6 +78,11 @@ class ToolEndpoint:
         self._drops = DropLog(logger)
         self._stopped = False
         self._registration = b""
+        # A pinned id may be another process's already: its tasks reach every subscriber
+        # of the call topic, so this endpoint runs none until a manager has accepted it
+        # as the id's holder. A generated id is nobody else's.
+        self._accepted = tool_id is None and tool.pinned_id is None
+        self._early: list[IncomingMessage] = []
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -179,18 +184,32 @@ class ToolEndpoint:
 
     async def handle_status(self, parsed: BaseMessage) -> None:
         """React to a status message about this tool's name (routed by StatusRouter)."""
+        mine = getattr(parsed, "target", None) in (None, self.messager.client_id)
         if isinstance(parsed, ToolRegisteredMessage):
-            if parsed.tool_id == self.tool_id:
+            if parsed.tool_id == self.tool_id and mine:
                 self.confirmed.set()
-            elif parsed.target in (None, self.messager.client_id) and not self.confirmed.is_set():
+                self._accept()
+            elif mine and not self.confirmed.is_set():
                 # A manager that assigns its own ids (Argentic's) chose another one: adopt it.
                 await self._adopt(parsed.tool_id)
                 self.confirmed.set()
+                self._accept()
         elif isinstance(parsed, ToolRegistrationErrorMessage) and (
-            parsed.tool_id == self.tool_id or parsed.target == self.messager.client_id
+            parsed.target == self.messager.client_id
+            or (parsed.target is None and parsed.tool_id == self.tool_id)
         ):
             self._refused = parsed.error
+            self._early.clear()
             self.confirmed.set()
+
+    def _accept(self) -> None:
+        """A manager accepted this endpoint as its id's holder: run what came meanwhile."""
+        if self._accepted:
+            return
+        self._accepted = True
+        early, self._early = self._early, []
+        for message in early:
+            self._on_task(message)
 
     async def _adopt(self, tool_id: str) -> None:
         old = self.topics.call(self.tool_id)
@@ -202,6 +221,12 @@ class ToolEndpoint:
     # -- serving -----------------------------------------------------------------
 
     def _on_task(self, message: IncomingMessage) -> None:
+        if not self._accepted:
+            if self._refused is None and len(self._early) < EARLY_TASKS:
+                self._early.append(message)
+            else:
+                self._drops.drop(message.topic, "task for a pinned id this tool does not hold")
+            return
         try:
             task = parse_message(message.payload, self.messager.max_payload_bytes)
         except ProtocolError as exc:
@@ -417,6 +442,9 @@ class ToolEndpoint:
                 exc,
             )
 
+
+EARLY_TASKS = 256
+"""Tasks a tool with a pinned id keeps while no manager has accepted it as the holder."""
 
 ERROR_TEXT_LIMIT = 4096
 """Characters of an error text kept when the whole reply would exceed the payload limit."""
