@@ -250,7 +250,9 @@ anything = json_values | st.builds(object) | st.binary(max_size=8) | st.sets(st.
 @settings(
     max_examples=40,
     deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    database=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(arguments=st.dictionaries(st.text(max_size=8), anything, max_size=4) | anything)
 async def test_execute_tool_returns_one_result_for_any_arguments(
