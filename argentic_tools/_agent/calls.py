@@ -8,10 +8,9 @@ It does no messaging: the :class:`~argentic_tools.ToolManager` does.
 """
 
 import asyncio
-import math
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,8 @@ from .._protocol.messages import (
     encode,
 )
 from .._protocol.validation import describe_problems
+from .arguments import unsendable, without_skipped_nulls
+from .flow import Window, advertised_capacity
 from .policy import ToolPolicy
 from .registry import Entry, ToolRegistry
 
@@ -35,69 +36,6 @@ REMEMBER_FINISHED = 10_000
 
 class ToolGoneError(Exception):
     """The tool left the registry while a call waited for it."""
-
-
-class Window:
-    """Tasks outstanding at one tool instance: at most the ``max_concurrency`` it advertises.
-
-    A broker's queue per client is finite (mosquitto drops QoS 1 messages beyond
-    ``max_queued_messages``, 1,000 by default), so a burst must not be handed to the
-    broker all at once. The rest wait here, first come first served, each under its
-    own deadline. A waiter is one future: a few hundred bytes.
-    """
-
-    __slots__ = ("_waiters", "capacity", "in_use")
-
-    def __init__(self, capacity: int | None) -> None:
-        self.capacity = capacity
-        """Tasks allowed outstanding at once; None: no limit (the tool advertises none)."""
-        self.in_use = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
-
-    @property
-    def waiting(self) -> int:
-        """Calls waiting for a slot (cancelled waiters not yet skipped included)."""
-        return len(self._waiters)
-
-    async def acquire(self) -> None:
-        """Take a slot, waiting in line for one when all are in use."""
-        if self.capacity is None or (self.in_use < self.capacity and not self._waiters):
-            self.in_use += 1
-            return
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
-        try:
-            await waiter
-        except BaseException:
-            if waiter.done() and not waiter.cancelled():
-                self.release()  # the slot was handed over just as the wait ended: pass it on
-            raise
-
-    def release(self) -> None:
-        """Give a slot back: to the first caller still waiting, or to the pool."""
-        while self._waiters:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                waiter.set_result(None)  # handed over: in_use stays
-                return
-        self.in_use -= 1
-
-    def resize(self, capacity: int | None) -> None:
-        """The tool re-registered with another limit: apply it, waking waiters it admits."""
-        self.capacity = capacity
-        while self._waiters and (capacity is None or self.in_use < capacity):
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                self.in_use += 1
-                waiter.set_result(None)
-
-
-def advertised_capacity(entry: Entry) -> int | None:
-    """The ``max_concurrency`` a tool instance advertised, when it is a usable number."""
-    value = entry.info.metadata.get("max_concurrency")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    return None
 
 
 @dataclass(slots=True)
@@ -206,7 +144,7 @@ class CallBook:
                 "invalid_arguments",
                 details=[{"path": "$", "message": "expected an object", "got": kind}],
             )
-        problem = _unsendable(arguments)
+        problem = unsendable(arguments)
         if problem is not None:
             return self.error(
                 label or task_id,
@@ -221,7 +159,7 @@ class CallBook:
         if problems:
             # OpenAI's strict mode makes every optional parameter required and nullable,
             # so a model sends null for a default it skips: null there means "default".
-            arguments = _without_skipped_nulls(arguments, info.input_schema, problems)
+            arguments = without_skipped_nulls(arguments, info.input_schema, problems)
             problems = entry.validator.problems(arguments)
         if problems:
             return self.error(
@@ -487,52 +425,3 @@ def call_field(call: Any, name: str, alias: str) -> Any:
     if isinstance(call, Mapping):
         return call.get(name, call.get(alias))
     return getattr(call, name, getattr(call, alias, None))
-
-
-MAX_ARGUMENT_DEPTH = 64
-"""Deepest nesting of objects and lists accepted in arguments; deeper is refused before
-sending (JSON parsers on the way, ours included, stop at a few hundred levels)."""
-
-_JSON_SCALARS = (str, int, float, bool, type(None))
-
-
-def _unsendable(arguments: dict[str, Any]) -> str | None:
-    """Why ``arguments`` cannot travel as JSON (too deep, a non-JSON value), or None."""
-    stack: list[tuple[Any, int, str]] = [(arguments, 1, "$")]
-    while stack:
-        value, depth, path = stack.pop()
-        if isinstance(value, dict):
-            if depth > MAX_ARGUMENT_DEPTH:
-                return f"{path} is nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    return f"{path} has a key that is not a string: {key!r:.60}"
-                stack.append((item, depth + 1, f"{path}.{key}"))
-        elif isinstance(value, list | tuple):
-            if depth > MAX_ARGUMENT_DEPTH:
-                return f"{path} is nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-            stack.extend((item, depth + 1, f"{path}[{i}]") for i, item in enumerate(value))
-        elif isinstance(value, float) and not math.isfinite(value):
-            return f"{path} is {value}, which JSON cannot carry"
-        elif not isinstance(value, _JSON_SCALARS):
-            return f"{path} is a {type(value).__name__}, which is not a JSON value"
-    return None
-
-
-def _without_skipped_nulls(
-    arguments: dict[str, Any], schema: dict[str, Any], problems: list[dict[str, Any]]
-) -> dict[str, Any]:
-    """``arguments`` without the nulls given for optional parameters that refuse null."""
-    required = set(schema.get("required", ()))
-    properties = schema.get("properties", {})
-    skipped = {
-        key
-        for key, value in arguments.items()
-        if value is None
-        and key in properties
-        and key not in required
-        and any(p["path"] == f"$.{key}" for p in problems)
-    }
-    if not skipped:
-        return arguments
-    return {key: value for key, value in arguments.items() if key not in skipped}

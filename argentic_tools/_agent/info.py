@@ -28,3 +28,6 @@ class ToolInfo:
     """ISO 8601 time of the (latest) registration."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Implementation metadata, e.g. ``max_concurrency``."""
+    owner: str | None = None
+    """Broker user that registered the tool on its own registration topic (proven by the
+    broker's ACL); None for a registration on the shared topic (its source is a claim)."""

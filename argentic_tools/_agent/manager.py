@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -41,7 +41,7 @@ from .calls import CallBook, Pending, ToolGoneError, call_field
 from .exports import ExportFormat, export
 from .info import ToolInfo
 from .membership import Membership, publish_quietly
-from .observations import Observation, ObservationPump, ObservationRecorder
+from .observations import ObservationPump, ObservationRecorder, observation_of
 from .policy import AllToolsEnabled, ToolPolicy
 from .registry import (
     DEFAULT_MAX_TOOLS,
@@ -52,10 +52,6 @@ from .registry import (
 )
 
 logger = logging.getLogger("argentic_tools.manager")
-
-REGISTRY_SETTLE_SECONDS = 2.0
-"""After a reconnection, how long a call to a name not (yet) registered waits for its tool
-to register again before it ends ``not_found`` (within the call's own timeout)."""
 
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits, by default, for its recorder to take the queued
@@ -78,6 +74,9 @@ class ToolManager(AsyncResource):
         max_tools: Tool instances admitted in all; registrations of more are refused
             (with a TOOL_REGISTRATION_ERROR to the registering client).
         max_tools_per_client: Tool instances one MQTT client may register.
+        name_owners: Tool names reserved for broker users (``{"calculate":
+            "calculator"}``): only a registration on that user's own registration
+            topic may use the name (see ``docs/security.md``).
         recorder_close_timeout: Seconds closing the manager waits for the recorder
             to take the observations still queued; past it they are dropped, so a
             stuck recorder never hangs the shutdown.
@@ -105,6 +104,7 @@ class ToolManager(AsyncResource):
         recorder_close_timeout: float = RECORDER_CLOSE_SECONDS,
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_tools_per_client: int = DEFAULT_MAX_TOOLS_PER_CLIENT,
+        name_owners: Mapping[str, str] | None = None,
     ) -> None:
         self.messager = messager
         self.register_topic = register_topic
@@ -118,13 +118,12 @@ class ToolManager(AsyncResource):
         self.policy: ToolPolicy = policy or AllToolsEnabled()
         self.log_level = parse_log_level(log_level)
         self.logger = InstanceLogger(logger, self.log_level, {"client_id": messager.client_id})
-        self._registry = ToolRegistry(max_tools, max_tools_per_client)
+        self._registry = ToolRegistry(max_tools, max_tools_per_client, name_owners)
         self.tools_by_id: dict[str, dict[str, Any]] = self._registry.tools_by_id
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
         self._calls = CallBook(self._registry, messager.client_id)
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
-        self._settle_until: float | None = None
         self._membership = Membership(
             self._registry,
             self._calls,
@@ -160,7 +159,8 @@ class ToolManager(AsyncResource):
             raise RuntimeError("this ToolManager is already initialised")
         self._initialised = True
         try:
-            await self.messager.subscribe(self.topics.register, self._membership.on_register_topic)
+            for topic in (self.topics.register, self.topics.owned_register_filter):
+                await self.messager.subscribe(topic, self._membership.on_register_topic)
             await self.messager.subscribe(self.topics.response_filter, self._on_response)
             self.messager.add_reconnect_hook(self._reconnected)
             await self._announce()
@@ -190,6 +190,7 @@ class ToolManager(AsyncResource):
         self.messager.remove_reconnect_hook(self._reconnected)
         for topic, handler in (
             (self.topics.register, self._membership.on_register_topic),
+            (self.topics.owned_register_filter, self._membership.on_register_topic),
             (self.topics.response_filter, self._on_response),
         ):
             with contextlib.suppress(Exception):
@@ -204,17 +205,8 @@ class ToolManager(AsyncResource):
         # The broker may have restarted and forgotten every subscription: until a tool
         # registers again (it does on its own reconnect, or on this announcement), calls
         # to it wait instead of being published into the void (see _send).
-        self._settle_until = asyncio.get_running_loop().time() + REGISTRY_SETTLE_SECONDS
+        self._membership.reconnected()
         await self._announce()
-
-    def _settling(self) -> bool:
-        """True while disconnected or just reconnected: tools may not be back yet."""
-        if self._settle_until is None:
-            return False
-        return (
-            not self.messager.is_connected()
-            or asyncio.get_running_loop().time() < self._settle_until
-        )
 
     async def _announce(self) -> None:
         await self.messager.publish(
@@ -391,10 +383,17 @@ class ToolManager(AsyncResource):
         if (
             isinstance(call, TaskErrorMessage)
             and call.error_code == "not_found"
-            and (self._settling() or not self.messager.is_connected())
+            and self._membership.settling()
         ):
-            call = await self._after_settling(
-                tool_name_or_id, arguments, task_id_override, wait, call_id, context, call
+            call = await self._membership.after_settling(
+                tool_name_or_id,
+                arguments,
+                task_id_override,
+                wait,
+                call_id,
+                context,
+                call,
+                self.policy,
             )
         if isinstance(call, Pending):
             try:
@@ -434,34 +433,8 @@ class ToolManager(AsyncResource):
         if call_id is not None:
             result.call_id = call_id
         if self._pump is not None:
-            self._observe(result, context)
+            self._pump.submit(observation_of(result, context))
         return result
-
-    async def _after_settling(
-        self,
-        name: str,
-        arguments: Any,
-        task_id_override: str | None,
-        wait: float,
-        call_id: str | None,
-        context: CallContext | None,
-        not_found: TaskErrorMessage,
-    ) -> "Pending | TaskErrorMessage":
-        """Wait (within the call's timeout) for a tool to come back after a reconnection."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout_at(deadline):
-                await self.messager.wait_connected()
-            settle = self._settle_until or loop.time()
-            async with asyncio.timeout_at(min(deadline, max(settle, loop.time()))):
-                await self._registry.wait_for(name)
-        remaining = deadline - loop.time()
-        if remaining <= 0 or self._registry.lookup(name) is None:
-            return not_found
-        return self._calls.prepare(
-            name, arguments, task_id_override, remaining, call_id, context, self.policy
-        )
 
     def _cancel_remote(self, call: Pending, reason: str) -> None:
         """Tell the tool to stop working on ``call``: nobody will read the result."""
@@ -474,27 +447,6 @@ class ToolManager(AsyncResource):
                     tool_id=call.tool_id,
                     reason=reason,
                 ),
-            )
-        )
-
-    def _observe(self, result: ToolResult, context: CallContext | None) -> None:
-        assert self._pump is not None
-        error = result if isinstance(result, TaskErrorMessage) else None
-        self._pump.submit(
-            Observation(
-                call_id=result.call_id,
-                task_id=result.task_id,
-                tool_name=result.tool_name,
-                tool_id=result.tool_id if result.tool_id != "unknown" else None,
-                thread_id=context.thread_id if context else None,
-                trace_id=context.trace_id if context else None,
-                status=result.status.value,
-                error_code=error.error_code if error else None,
-                duration_ms=result.duration_ms or 0.0,
-                arguments=result.arguments,
-                result=None if error else result.result,
-                error=error.error if error else None,
-                timestamp=time.time(),
             )
         )
 

@@ -7,6 +7,7 @@ broker once their tool registers again.
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -21,8 +22,10 @@ from .._lifecycle import TaskSet
 from .._logging import DropLog, InstanceLogger
 from .._protocol.messages import (
     BaseMessage,
+    CallContext,
     ClientOfflineMessage,
     RegisterToolMessage,
+    TaskErrorMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolUnregisteredMessage,
@@ -32,9 +35,14 @@ from .._protocol.messages import (
 from .._protocol.topics import Topics
 from .._protocol.validation import SchemaValidator
 from .._transport import IncomingMessage, Messager
-from .calls import CallBook
+from .calls import CallBook, Pending
 from .info import ToolInfo
+from .policy import ToolPolicy
 from .registry import Entry, RegistrationRefusedError, ToolRegistry
+
+REGISTRY_SETTLE_SECONDS = 2.0
+"""After a reconnection, how long a call to a name not (yet) registered waits for its tool
+to register again before it ends ``not_found`` (within the call's own timeout)."""
 
 WILL_GRACE_SECONDS = 0.25
 """How long a Last Will waits before it counts: a broker that stops gracefully publishes
@@ -110,6 +118,46 @@ class Membership:
         self._draining = False
         self._refusals_since = 0.0
         self._refusals = 0
+        self._settle_until: float | None = None
+
+    def reconnected(self) -> None:
+        """The manager's connection is back: tools may take a moment to register again."""
+        self._settle_until = asyncio.get_running_loop().time() + REGISTRY_SETTLE_SECONDS
+
+    def settling(self) -> bool:
+        """True while disconnected or just reconnected: tools may not be back yet."""
+        if not self.messager.is_connected():
+            return True
+        if self._settle_until is None:
+            return False
+        return asyncio.get_running_loop().time() < self._settle_until
+
+    async def after_settling(
+        self,
+        name: str,
+        arguments: Any,
+        task_id_override: str | None,
+        wait: float,
+        call_id: str | None,
+        context: CallContext | None,
+        not_found: TaskErrorMessage,
+        policy: ToolPolicy,
+    ) -> "Pending | TaskErrorMessage":
+        """Wait (within the call's timeout) for a tool to come back after a reconnection."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                await self.messager.wait_connected()
+            settle = self._settle_until or loop.time()
+            async with asyncio.timeout_at(min(deadline, max(settle, loop.time()))):
+                await self.registry.wait_for(name)
+        remaining = deadline - loop.time()
+        if remaining <= 0 or self.registry.lookup(name) is None:
+            return not_found
+        return self.calls.prepare(
+            name, arguments, task_id_override, remaining, call_id, context, policy
+        )
 
     def _resend_lost(self, entry: Entry) -> None:
         """Send again the tasks to a tool that went out on an earlier connection.
@@ -173,17 +221,25 @@ class Membership:
         return self._refusals <= REFUSAL_REPLIES_PER_SECOND
 
     def _apply(self, parsed: BaseMessage, topic: str) -> None:
+        # On a client's own registration topic the broker's ACL proves who sent the
+        # message: owner and client id come from the topic, not from the payload.
+        owned = self.topics.owner_of(topic)
+        owner, source = owned if owned is not None else (None, parsed.source)
         if isinstance(parsed, RegisterToolMessage):
-            self._handle_register(parsed)
+            if owned is not None:
+                parsed = parsed.model_copy(update={"source": source})
+            self._handle_register(parsed, owner)
         elif isinstance(parsed, UnregisterToolMessage):
             entry = self.registry.get(parsed.tool_id)
             if entry is None:
                 self.logger.debug("unregistration of unknown tool id %s", parsed.tool_id)
-            elif parsed.source is not None and entry.info.source not in (None, parsed.source):
+            elif entry.info.owner != owner or (
+                source is not None and entry.info.source not in (None, source)
+            ):
                 self._drops.drop(
                     topic,
-                    f"{parsed.source} cannot unregister "
-                    f"tool {parsed.tool_id} owned by {entry.info.source}",
+                    f"{source} (broker user {owner}) cannot unregister tool "
+                    f"{parsed.tool_id} of {entry.info.source} (broker user {entry.info.owner})",
                 )
             else:
                 self._remove(entry, "unregistered")
@@ -193,26 +249,31 @@ class Membership:
             # our own connection outlives it by WILL_GRACE_SECONDS.
             connection = self.messager.connections
             asyncio.get_running_loop().call_later(
-                WILL_GRACE_SECONDS, self._confirm_offline, parsed.source, connection
+                WILL_GRACE_SECONDS, self._confirm_offline, source, owner, connection
             )
         else:
             self._drops.drop(topic, f"unexpected {parsed.type} message")
 
-    def _confirm_offline(self, source: str, connection: int) -> None:
+    def _confirm_offline(self, source: str | None, owner: str | None, connection: int) -> None:
         if not self.messager.is_connected() or self.messager.connections != connection:
             # Our connection went down with the tool's: the broker stopped, which proves
             # nothing about the tool. It registers again when it is back; calls to it
             # wait for that within their timeouts.
             self.logger.info("ignored the Last Will of %s: the broker went down", source)
             return
+        # A claim on the shared topic retires only tools registered there; an owner's
+        # tools only by a message on its own topic.
         for entry in self.registry.from_source(source):
-            self._remove(entry, "offline")
+            if entry.info.owner == owner:
+                self._remove(entry, "offline")
         # Calls to tools that already unregistered but were still finishing.
-        self.calls.fail(lambda p: p.source == source)
+        self.calls.fail(lambda p: p.source == source and p.entry.info.owner == owner)
 
-    def _handle_register(self, reg: RegisterToolMessage) -> None:
+    def _handle_register(self, reg: RegisterToolMessage, owner: str | None) -> None:
         try:
-            entry, is_new, replaced = self.registry.admit(reg, self.messager.connections)
+            entry, is_new, replaced = self.registry.admit(
+                reg, self.messager.connections, owner=owner
+            )
         except RegistrationRefusedError as exc:
             self._drops.drop(
                 self.topics.register, f"registration of {reg.tool_name!r} refused: {exc}"

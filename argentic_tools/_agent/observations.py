@@ -11,11 +11,14 @@ import dataclasses
 import inspect
 import json
 import logging
+import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import anyio.to_thread
+
+from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 
 logger = logging.getLogger("argentic_tools.observations")
 
@@ -124,3 +127,23 @@ class ObservationPump:
                 logger.exception("the observation recorder failed; the observation was dropped")
             finally:
                 self._queue.task_done()
+
+
+def observation_of(result: "ToolResult", context: "CallContext | None") -> Observation:
+    """The observation of one finished call."""
+    error = result if isinstance(result, TaskErrorMessage) else None
+    return Observation(
+        call_id=result.call_id,
+        task_id=result.task_id,
+        tool_name=result.tool_name,
+        tool_id=result.tool_id if result.tool_id != "unknown" else None,
+        thread_id=context.thread_id if context else None,
+        trace_id=context.trace_id if context else None,
+        status=result.status.value,
+        error_code=error.error_code if error else None,
+        duration_ms=result.duration_ms or 0.0,
+        arguments=result.arguments,
+        result=None if error else result.result,
+        error=error.error if error else None,
+        timestamp=time.time(),
+    )

@@ -9,7 +9,7 @@ resolves a name to an instance, and lets callers wait for changes. The
 import asyncio
 import json
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,7 +79,10 @@ class ToolRegistry:
         self,
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_tools_per_client: int = DEFAULT_MAX_TOOLS_PER_CLIENT,
+        name_owners: Mapping[str, str] | None = None,
     ) -> None:
+        self.name_owners: dict[str, str] = dict(name_owners or {})
+        """Tool names reserved for a broker user: admitted only from that user's topic."""
         self.max_tools = max_tools
         """Instances admitted in all; registrations of new ones beyond are refused."""
         self.max_tools_per_client = max_tools_per_client
@@ -162,7 +165,9 @@ class ToolRegistry:
 
     # -- changing ------------------------------------------------------------
 
-    def admit(self, reg: RegisterToolMessage, epoch: int) -> tuple[Entry, bool, list[Entry]]:
+    def admit(
+        self, reg: RegisterToolMessage, epoch: int, *, owner: str | None = None
+    ) -> tuple[Entry, bool, list[Entry]]:
         """Admit a registration, or refuse it.
 
         The proposed ``tool_id`` is kept when valid and not another tool's; without
@@ -174,7 +179,14 @@ class ToolRegistry:
             replaces (the same process's tool under another id), already removed.
 
         Raises:
-            RegistrationRefusedError: Bad name, schema or id; the message says which.
+            RegistrationRefusedError: Bad name, schema or id, or a name or id that
+                belongs to another owner; the message says which.
+
+        Ownership: ``owner`` is the broker user proven by an owned registration topic.
+        A name reserved for a user (``name_owners``) is admitted only from that user; a
+        name registered by a user is not admitted from anyone else while an instance
+        lives, and an owner's registration replaces instances registered on the shared
+        topic, whose source is only a claim.
 
         """
         name, source, spec = reg.tool_name, reg.source, reg.tool_spec
@@ -182,6 +194,24 @@ class ToolRegistry:
         if problem:
             raise RegistrationRefusedError(problem)
         schema = _input_schema(reg)
+        reserved_for = self.name_owners.get(name)
+        if reserved_for is not None and owner != reserved_for:
+            raise RegistrationRefusedError(
+                f"tool name {name!r} is reserved for broker user {reserved_for!r}"
+            )
+        others = sorted(
+            {e.info.owner for e in self._by_name.get(name, ()) if e.info.owner not in (None, owner)}
+            - {None}
+        )
+        if others:
+            raise RegistrationRefusedError(
+                f"tool name {name!r} belongs to broker user {others[0]!r}"
+            )
+        squatters = (
+            [e for e in self._by_name.get(name, ()) if e.info.owner is None]
+            if owner is not None
+            else []
+        )
         self._check_room(reg)
         try:
             validator = self._validators.get(schema)
@@ -203,11 +233,17 @@ class ToolRegistry:
             holder = self._entries.get(tool_id)
             if not is_valid_tool_id(tool_id):
                 raise RegistrationRefusedError(f"tool id {tool_id!r} is not a valid topic level")
-            if holder is not None and (holder.info.name, holder.info.source) != (name, source):
+            if holder is not None and (
+                holder.info.name,
+                holder.info.source,
+                holder.info.owner,
+            ) != (name, source, owner):
                 raise RegistrationRefusedError(
                     f"tool id {tool_id} is already used by tool {holder.info.name!r} "
                     f"from {holder.info.source}"
                 )
+        # The owner's registration takes the name from claims made on the shared topic.
+        replaced_squatters = [e for e in squatters if self.remove(e)]
         output_schema_or_none = spec.output_schema if spec else None
         replicas = [
             e
@@ -245,6 +281,7 @@ class ToolRegistry:
             source=source,
             registered_at=datetime.now(UTC).isoformat(),
             metadata=dict(spec.metadata) if spec else {},
+            owner=owner,
         )
         previous = self._entries.get(tool_id)
         if reg.protocol is None:
@@ -265,7 +302,7 @@ class ToolRegistry:
         self.tools_by_id[tool_id] = entry.public
         self.tools_by_name[name] = self._by_name[name][0].public
         self._changed()
-        return entry, previous is None, replaced
+        return entry, previous is None, replaced_squatters + replaced
 
     def uncompiled_schemas(self, reg: RegisterToolMessage) -> list[str]:
         """Canonical schemas of ``reg`` that :meth:`admit` would have to compile.

@@ -14,6 +14,7 @@ MAX_TOOL_NAME_LENGTH = 128
 
 _TOOL_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 _FORBIDDEN_IN_NAME = re.compile(r"[/+#\x00-\x1f\x7f]")
+_FORBIDDEN_IN_LEVEL = re.compile(r"[/+#\x00]")
 
 
 def tool_name_problem(name: object) -> str | None:
@@ -91,6 +92,37 @@ class Topics:
             response_base=f"{prefix}/{DEFAULT_RESPONSE_TOPIC_BASE}",
             status=f"{prefix}/{DEFAULT_STATUS_TOPIC}",
         )
+
+    def owned_register(self, owner: str, client_id: str) -> str:
+        """The registration topic of one client of one broker user: ``{register}/{owner}/{id}``.
+
+        A broker ACL lets each user write only below its own name (mosquitto:
+        ``pattern write agent/tools/register/%u/#``), so a message here proves who sent
+        it; the ``source`` in a payload on the shared topic is only a claim.
+
+        Raises:
+            ValueError: ``owner`` or ``client_id`` is not a single topic level.
+
+        """
+        for part in (owner, client_id):
+            if not part or _FORBIDDEN_IN_LEVEL.search(part):
+                raise ValueError(f"{part!r} cannot be a topic level")
+        return f"{self.register}/{owner}/{client_id}"
+
+    @cached_property
+    def owned_register_filter(self) -> str:
+        """Subscription filter matching every client's own registration topic."""
+        return f"{self.register}/+/+"
+
+    def owner_of(self, topic: str) -> tuple[str, str] | None:
+        """``(owner, client_id)`` of an owned registration topic; None for any other topic."""
+        prefix = self.register + "/"
+        if not topic.startswith(prefix):
+            return None
+        parts = topic[len(prefix) :].split("/")
+        if len(parts) != 2 or not all(parts):
+            return None
+        return parts[0], parts[1]
 
     def call(self, tool_id: str) -> str:
         """Topic on which the tool ``tool_id`` receives tasks."""

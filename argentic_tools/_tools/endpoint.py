@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import math
 import time
 import traceback
 import uuid
@@ -42,7 +41,7 @@ from .._protocol.validation import describe_problems, pydantic_problems
 from .._transport import IncomingMessage, Messager
 from .context import ToolContext, set_current_context
 from .status import StatusRouter
-from .task_record import CLOCK_SKEW_ALLOWANCE, DONE, RUNNING, TaskRecord
+from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
 
 if TYPE_CHECKING:
     from .definition import BaseTool
@@ -62,10 +61,13 @@ class ToolEndpoint:
         tool_id: str | None = None,
         max_concurrency: int | None = None,
         debug: bool = False,
+        register_topic: str | None = None,
     ) -> None:
         self.tool = tool
         self.messager = messager
         self.topics = topics
+        self.register_topic = register_topic or registration_topic(topics, messager)
+        """Where this endpoint registers and unregisters (see :func:`registration_topic`)."""
         self.tool_id = tool_id or tool.pinned_id or str(uuid.uuid4())
         """The id this endpoint serves under; the tool object itself is never changed."""
         self.max_concurrency = tool.max_concurrency or max_concurrency
@@ -133,7 +135,7 @@ class ToolEndpoint:
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2):
                     await self.messager.publish(
-                        self.topics.register,
+                        self.register_topic,
                         UnregisterToolMessage(tool_id=self.tool_id, source=self.messager.client_id),
                     )
         if self._tasks:
@@ -177,7 +179,7 @@ class ToolEndpoint:
         if self._stopped:
             return
         try:
-            await self.messager.publish(self.topics.register, self._registration)
+            await self.messager.publish(self.register_topic, self._registration)
         except PayloadTooLargeError as exc:
             self._refused = f"registration is too large: {exc}"
             self.confirmed.set()
@@ -233,7 +235,7 @@ class ToolEndpoint:
             self._drops.drop(message.topic, str(exc))
             return
         if isinstance(task, ToolCancelMessage):
-            running = self._tasks.get(_record_key(task.source, task.task_id))
+            running = self._tasks.get(record_key(task.source, task.task_id))
             if running is not None and task.tool_id in (None, self.tool_id):
                 logger.info(
                     "tool %r: cancelling task %s (%s)",
@@ -251,11 +253,11 @@ class ToolEndpoint:
             return
         # The record is keyed by caller and task id: one caller's ids can never select
         # another caller's recorded reply.
-        key = _record_key(task.source, task.task_id)
+        key = record_key(task.source, task.task_id)
         seen = self._recent.get(key)
         # The time left is measured from this receipt with the caller's timeout: the
         # absolute deadline on the wire comes from the caller's clock, which may be off.
-        deadline = _local_deadline(task.timeout_seconds)
+        deadline = local_deadline(task.timeout_seconds)
         if seen is not None:
             if seen is DONE:
                 reply = self._error(
@@ -267,7 +269,7 @@ class ToolEndpoint:
             else:
                 self._start(key, self._publish_reply(seen, task, deadline), "resend")
             return
-        self._recent.remember(key, RUNNING, _keep_until(deadline, task.deadline))
+        self._recent.remember(key, RUNNING, keep_until(deadline, task.deadline))
         self._start(key, self._serve(task, key, deadline), "serve")
 
     def _start(self, key: str, work: Coroutine[Any, Any, None], kind: str) -> None:
@@ -449,32 +451,20 @@ EARLY_TASKS = 256
 ERROR_TEXT_LIMIT = 4096
 """Characters of an error text kept when the whole reply would exceed the payload limit."""
 
-MAX_TASK_SECONDS = 7 * 24 * 3600.0
-"""Longest timeout a task may ask for; longer ones are cut to this."""
 
+def registration_topic(topics: Topics, messager: Messager, owner: str | None = None) -> str:
+    """The topic a tool process registers on: its own when it has a broker user.
 
-def _record_key(source: str | None, task_id: str) -> str:
-    return f"{source or ''}\x00{task_id}"
-
-
-def _local_deadline(timeout_seconds: float | None) -> float | None:
-    """``time.monotonic()`` by which the caller stops waiting, counted from now."""
-    if timeout_seconds is None or not math.isfinite(timeout_seconds):
-        return None
-    return time.monotonic() + min(max(timeout_seconds, 0.0), MAX_TASK_SECONDS)
-
-
-def _keep_until(deadline: float | None, hint: float | None) -> float:
-    """Until when (monotonic) a task id must be remembered; 0 when it has no deadline.
-
-    The caller's absolute deadline is only a hint from another clock, so it may only
-    make the tool remember an id longer, never decide anything else.
+    ``owner`` defaults to the connection's user name. With one, registrations,
+    unregistrations and the Last Will go to ``{register}/{owner}/{client id}``, where a
+    broker ACL lets only that user write, so no other client can retire or take over
+    this process's tools. Without one (an open broker), the shared topic.
     """
-    until = 0.0 if deadline is None else deadline
-    if hint is not None and math.isfinite(hint):
-        remaining = min(hint - time.time(), MAX_TASK_SECONDS)
-        until = max(until, time.monotonic() + remaining)
-    return until + CLOCK_SKEW_ALLOWANCE if until else 0.0
+    owner = owner if owner is not None else messager.username
+    if owner:
+        with contextlib.suppress(ValueError):
+            return topics.owned_register(owner, messager.client_id)
+    return topics.register
 
 
 def _jsonable(value: Any) -> Any:

@@ -19,7 +19,7 @@ from .._protocol.messages import ClientOfflineMessage
 from .._protocol.topics import Topics
 from .._transport import Messager
 from .definition import BaseTool, as_tool
-from .endpoint import ToolEndpoint
+from .endpoint import ToolEndpoint, registration_topic
 
 logger = logging.getLogger("argentic_tools.service")
 
@@ -76,8 +76,11 @@ class ToolService(AsyncResource):
             self.messager = broker
             self._owns_messager = False
         else:
-            messager_options.setdefault("will_topic", self.topics.register)
             self.messager = Messager(broker, **messager_options)
+            if "will_topic" not in messager_options:
+                # The Last Will goes where the registrations go: the process's own topic
+                # when it has a broker user (only then does the will prove anything).
+                self.messager.will_topic = registration_topic(self.topics, self.messager)
             self._owns_messager = True
         self.endpoints: list[ToolEndpoint] = []
         self._stop = asyncio.Event()
@@ -133,7 +136,7 @@ class ToolService(AsyncResource):
                 with contextlib.suppress(Exception):
                     async with asyncio.timeout(2):
                         await self.messager.publish(
-                            self.topics.register,
+                            registration_topic(self.topics, self.messager),
                             ClientOfflineMessage(source=self.messager.client_id),
                         )
             await self.messager.disconnect()

@@ -5,6 +5,7 @@ restarted broker) gets the recorded reply again, or is ignored while it runs.
 Ids are kept at least until their deadline has passed, within memory bounds.
 """
 
+import math
 import time
 from collections import OrderedDict
 from typing import Any
@@ -77,3 +78,32 @@ class TaskRecord:
             del entries[task_id]
             if isinstance(state, bytes):
                 self._kept_bytes -= len(state)
+
+
+MAX_TASK_SECONDS = 7 * 24 * 3600.0
+"""Longest timeout a task may ask for; longer ones are cut to this."""
+
+
+def record_key(source: str | None, task_id: str) -> str:
+    """The record's key: one caller's task ids never select another caller's reply."""
+    return f"{source or ''}\x00{task_id}"
+
+
+def local_deadline(timeout_seconds: float | None) -> float | None:
+    """``time.monotonic()`` by which the caller stops waiting, counted from now."""
+    if timeout_seconds is None or not math.isfinite(timeout_seconds):
+        return None
+    return time.monotonic() + min(max(timeout_seconds, 0.0), MAX_TASK_SECONDS)
+
+
+def keep_until(deadline: float | None, hint: float | None) -> float:
+    """Until when (monotonic) a task id must be remembered; 0 when it has no deadline.
+
+    The caller's absolute deadline is only a hint from another clock, so it may only
+    make the tool remember an id longer, never decide anything else.
+    """
+    until = 0.0 if deadline is None else deadline
+    if hint is not None and math.isfinite(hint):
+        remaining = min(hint - time.time(), MAX_TASK_SECONDS)
+        until = max(until, time.monotonic() + remaining)
+    return until + CLOCK_SKEW_ALLOWANCE if until else 0.0

@@ -1,0 +1,69 @@
+"""Flow control: never more tasks outstanding at a tool instance than it advertises."""
+
+import asyncio
+from collections import deque
+
+from .registry import Entry
+
+
+class Window:
+    """Tasks outstanding at one tool instance: at most the ``max_concurrency`` it advertises.
+
+    A broker's queue per client is finite (mosquitto drops QoS 1 messages beyond
+    ``max_queued_messages``, 1,000 by default), so a burst must not be handed to the
+    broker all at once. The rest wait here, first come first served, each under its
+    own deadline. A waiter is one future: a few hundred bytes.
+    """
+
+    __slots__ = ("_waiters", "capacity", "in_use")
+
+    def __init__(self, capacity: int | None) -> None:
+        self.capacity = capacity
+        """Tasks allowed outstanding at once; None: no limit (the tool advertises none)."""
+        self.in_use = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    @property
+    def waiting(self) -> int:
+        """Calls waiting for a slot (cancelled waiters not yet skipped included)."""
+        return len(self._waiters)
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting in line for one when all are in use."""
+        if self.capacity is None or (self.in_use < self.capacity and not self._waiters):
+            self.in_use += 1
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as the wait ended: pass it on
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first caller still waiting, or to the pool."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)  # handed over: in_use stays
+                return
+        self.in_use -= 1
+
+    def resize(self, capacity: int | None) -> None:
+        """The tool re-registered with another limit: apply it, waking waiters it admits."""
+        self.capacity = capacity
+        while self._waiters and (capacity is None or self.in_use < capacity):
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                self.in_use += 1
+                waiter.set_result(None)
+
+
+def advertised_capacity(entry: Entry) -> int | None:
+    """The ``max_concurrency`` a tool instance advertised, when it is a usable number."""
+    value = entry.info.metadata.get("max_concurrency")
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
