@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -118,13 +119,27 @@ EXPECT_SERVED = ("--expect", "echo", "--expect", "sleep", "--wait", "20")
 """``list``/``describe`` options that return once the ``served`` tools are registered."""
 
 
-@pytest.fixture
-async def served(manager: ToolManager, mosquitto: Mosquitto, prefix: str) -> AsyncIterator[Process]:
-    """``serve`` hosting the echo and sleep test tools, registered with ``manager``."""
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """One event loop for the module, so one ``serve`` process can serve many tests."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def served(mosquitto: Mosquitto) -> AsyncIterator[str]:
+    """``serve`` hosting the echo and sleep test tools; yields its topic prefix.
+
+    Shared by the tests that only read from it (list, describe, call): starting a
+    process per test cost more than the tests themselves.
+    """
+    prefix = f"cli{uuid.uuid4().hex[:10]}"
     specs = ("tests.tool_proc:echo", "tests.tool_proc:sleep")
-    async with cli_process("serve", *specs, *connection(mosquitto.url, prefix)) as process:
-        await ready(manager, ("echo", "sleep"))
-        yield process
+    async with cli_process("serve", *specs, *connection(mosquitto.url, prefix)):
+        completed = await run_cli(
+            "list", "--json", *EXPECT_SERVED, *connection(mosquitto.url, prefix)
+        )
+        assert {tool["name"] for tool in json.loads(completed.stdout)} == {"echo", "sleep"}
+        yield prefix
 
 
 async def test_help_lists_every_command() -> None:
@@ -136,8 +151,9 @@ async def test_help_lists_every_command() -> None:
 
 
 async def test_list_json_shows_the_served_tools_with_their_schemas(
-    served: Process, mosquitto: Mosquitto, prefix: str
+    served: str, mosquitto: Mosquitto
 ) -> None:
+    prefix = served
     completed = await run_cli("list", "--json", *EXPECT_SERVED, *connection(mosquitto.url, prefix))
     assert completed.returncode == 0, completed.stderr
     tools = {tool["name"]: tool for tool in json.loads(completed.stdout)}
@@ -147,9 +163,8 @@ async def test_list_json_shows_the_served_tools_with_their_schemas(
     assert tools["echo"]["source"]
 
 
-async def test_list_prints_a_table_of_the_tools(
-    served: Process, mosquitto: Mosquitto, prefix: str
-) -> None:
+async def test_list_prints_a_table_of_the_tools(served: str, mosquitto: Mosquitto) -> None:
+    prefix = served
     completed = await run_cli("list", *EXPECT_SERVED, *connection(mosquitto.url, prefix))
     assert completed.returncode == 0, completed.stderr
     table = completed.stdout.decode()
@@ -159,8 +174,9 @@ async def test_list_prints_a_table_of_the_tools(
 
 
 async def test_call_prints_the_result_as_json_and_exits_0(
-    served: Process, mosquitto: Mosquitto, prefix: str
+    served: str, mosquitto: Mosquitto
 ) -> None:
+    prefix = served
     completed = await run_cli(
         "call", "echo", '{"message": "hi"}', *connection(mosquitto.url, prefix)
     )
@@ -170,8 +186,9 @@ async def test_call_prints_the_result_as_json_and_exits_0(
 
 
 async def test_call_with_invalid_arguments_exits_1_naming_the_problem(
-    served: Process, mosquitto: Mosquitto, prefix: str
+    served: str, mosquitto: Mosquitto
 ) -> None:
+    prefix = served
     completed = await run_cli(
         "call", "sleep", '{"seconds": -1}', *connection(mosquitto.url, prefix)
     )
@@ -181,9 +198,8 @@ async def test_call_with_invalid_arguments_exits_1_naming_the_problem(
     assert "[invalid_arguments]" in line
 
 
-async def test_call_that_times_out_exits_1_with_one_line(
-    served: Process, mosquitto: Mosquitto, prefix: str
-) -> None:
+async def test_call_that_times_out_exits_1_with_one_line(served: str, mosquitto: Mosquitto) -> None:
+    prefix = served
     completed = await run_cli(
         "call",
         "sleep",
@@ -240,9 +256,8 @@ async def test_an_invalid_broker_url_exits_2_with_one_line(prefix: str) -> None:
     assert "unsupported broker URL scheme" in one_error_line(completed)
 
 
-async def test_describe_prompt_prints_json_of_every_tool(
-    served: Process, mosquitto: Mosquitto, prefix: str
-) -> None:
+async def test_describe_prompt_prints_json_of_every_tool(served: str, mosquitto: Mosquitto) -> None:
+    prefix = served
     completed = await run_cli(
         "describe", "--format", "prompt", *EXPECT_SERVED, *connection(mosquitto.url, prefix)
     )
@@ -254,8 +269,9 @@ async def test_describe_prompt_prints_json_of_every_tool(
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
 async def test_describe_exports_the_registry_for_llm_providers(
-    served: Process, mosquitto: Mosquitto, prefix: str, fmt: str
+    served: str, mosquitto: Mosquitto, fmt: str
 ) -> None:
+    prefix = served
     completed = await run_cli(
         "describe", "--format", fmt, *EXPECT_SERVED, *connection(mosquitto.url, prefix)
     )
@@ -267,8 +283,9 @@ async def test_describe_exports_the_registry_for_llm_providers(
 
 
 async def test_list_expecting_a_tool_that_never_registers_says_so_after_wait(
-    served: Process, mosquitto: Mosquitto, prefix: str
+    served: str, mosquitto: Mosquitto
 ) -> None:
+    prefix = served
     completed = await run_cli(
         "list",
         "--json",
@@ -281,8 +298,9 @@ async def test_list_expecting_a_tool_that_never_registers_says_so_after_wait(
 
 
 async def test_list_without_expect_collects_for_wait_seconds(
-    served: Process, mosquitto: Mosquitto, prefix: str
+    served: str, mosquitto: Mosquitto
 ) -> None:
+    prefix = served
     completed = await run_cli("list", "--json", "--wait", "0.2", *connection(mosquitto.url, prefix))
     assert completed.returncode == 0, completed.stderr
     # Whatever re-registered within the wait, and nothing else.

@@ -11,9 +11,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
 from pydantic import ValidationError as PydanticValidationError
 
 
@@ -115,6 +112,11 @@ class SchemaValidator:
             ValueError: ``schema`` is not a valid JSON Schema.
 
         """
+        # Imported here: tool processes only describe pydantic's problems and never
+        # compile a schema, and jsonschema costs ~75 ms at every process start.
+        import jsonschema.exceptions
+        import jsonschema.validators
+
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         try:
             cls.check_schema(schema)
