@@ -38,7 +38,7 @@ pytest: $(STAMP)
 	# with PYTHONDONTWRITEBYTECODE set (as on our machines) each one compiled the
 	# library again (~0.1 s of CPU apiece). Existing .pyc files are read either way.
 	$(BIN)/python -m compileall -q argentic_tools tool_clients tests benchmarks
-	$(BIN)/python -m pytest -n auto --cov --cov-report=term --cov-fail-under=90 -q
+	$(BIN)/python -m pytest -n auto --dist worksteal --cov --cov-report=term --cov-fail-under=90 -q
 
 ## bench: side-by-side benchmark against the raw MQTT floor and argentic
 bench: $(STAMP)

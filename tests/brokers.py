@@ -148,6 +148,17 @@ def child_env() -> dict[str, str]:
     return env
 
 
+def uncovered_env() -> dict[str, str]:
+    """:func:`child_env` without coverage, for process trees that measure nothing new.
+
+    The soak and the benchmark start a dozen processes each, all running code the rest
+    of the suite measures; coverage in each of them cost more than the tests themselves.
+    """
+    env = child_env()
+    env.pop("COVERAGE_PROCESS_CONFIG", None)
+    return env
+
+
 class ThreadedEmbeddedBroker:
     """The embedded amqtt broker on its own event loop thread, shaped like :class:`Mosquitto`.
 

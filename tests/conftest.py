@@ -20,6 +20,7 @@ from .brokers import (
     child_env,
     find_mosquitto,
     running_mosquitto,
+    uncovered_env,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,12 +115,10 @@ class ToolProcess:
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> "ToolProcess":
-        env = child_env()
-        if self.args[2] == "tests.tool_proc":
-            # The test tools measure nothing of the library that the tests running
-            # ToolService in-process do not (coverage stays at 92 % without them), and
-            # coverage in every one of these processes cost ~7 s of the suite.
-            env.pop("COVERAGE_PROCESS_CONFIG", None)
+        # The test tools measure nothing of the library that the tests running ToolService
+        # in-process do not (coverage stays at 92 % without them), and coverage in every
+        # one of these processes cost ~7 s of the suite.
+        env = uncovered_env() if self.args[2] == "tests.tool_proc" else child_env()
         self.process = subprocess.Popen(
             self.args, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )

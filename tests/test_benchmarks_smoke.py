@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .brokers import find_mosquitto
+from .brokers import find_mosquitto, uncovered_env
 
 ROOT = Path(__file__).resolve().parent.parent
 REQUIRE_MOSQUITTO = os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1"
@@ -19,6 +19,7 @@ def run_bench(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "benchmarks.run", *args],
         cwd=ROOT,
+        env=uncovered_env(),
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .brokers import find_mosquitto
+from .brokers import find_mosquitto, uncovered_env
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ["kill", "freeze", "broker", "drop-manager", "drop-tool"]
@@ -52,6 +52,7 @@ def test_reduced_soak_survives_every_fault_without_losing_doubling_or_delaying_a
             str(tmp_path),
         ],
         cwd=ROOT,
+        env=uncovered_env(),
         capture_output=True,
         text=True,
         timeout=300,

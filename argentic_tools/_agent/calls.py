@@ -250,31 +250,30 @@ class CallBook:
         if len(self._finished) > REMEMBER_FINISHED:
             self._finished.popitem(last=False)
 
-    def resolve(self, result: ToolResult, tool_id: str | None) -> str | None:
+    def resolve(self, result: ToolResult, tool_id: str | None) -> tuple[str, bool] | None:
         """Hand ``result`` (arrived on ``tool_id``'s topic) to its call.
 
         Returns:
-            None when it was delivered or belongs to nobody here; otherwise why it
-            was dropped (late, duplicate, or on the wrong tool's topic).
+            None when it was delivered or belongs to nobody here; otherwise why it was
+            dropped, and whether that is routine: a late or repeated answer (a call that
+            timed out or was closed, a re-sent task answered twice) is; one on another
+            tool's topic is not.
 
         """
         pending = self.pending.get(result.task_id)
         if pending is None or pending.future.done():
             if result.task_id in self._finished or pending is not None:
-                return f"late or duplicate result for task {result.task_id}"
+                return f"late or duplicate result for task {result.task_id}", True
             # Normal when several managers share a broker: it answers another's call.
             return None
         if pending.tool_id != tool_id:
             return (
                 f"result for task {result.task_id} arrived on "
-                f"tool {tool_id}'s topic, but the task went to {pending.tool_id}"
+                f"tool {tool_id}'s topic, but the task went to {pending.tool_id}",
+                False,
             )
         pending.future.set_result(result)
         return None
-
-    def is_finished(self, task_id: str) -> bool:
-        """True for a task id that ended here recently."""
-        return task_id in self._finished
 
     def fail(
         self, which: Callable[[Pending], bool], exception: BaseException | None = None

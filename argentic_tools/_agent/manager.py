@@ -331,10 +331,10 @@ class ToolManager(AsyncResource):
         if not isinstance(result, TaskResultMessage | TaskErrorMessage):
             self._drops.drop(message.topic, f"expected a result, got a {result.type} message")
             return
-        problem = self._calls.resolve(result, tool_id)
-        if problem is not None:
-            late = self._calls.is_finished(result.task_id)
-            self._drops.drop(message.topic, problem, logging.INFO if late else logging.WARNING)
+        dropped = self._calls.resolve(result, tool_id)
+        if dropped is not None:
+            problem, routine = dropped
+            self._drops.drop(message.topic, problem, logging.INFO if routine else logging.WARNING)
         elif result.task_id not in self._calls.pending:
             self.logger.debug("result for unknown task %s on %s", result.task_id, message.topic)
 
