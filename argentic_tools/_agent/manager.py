@@ -178,6 +178,7 @@ class ToolManager(AsyncResource):
         self._initialised = False
         self._calls.fail(lambda _: True, BrokerError("the ToolManager was closed"))
         await self._detach()
+        self._membership.close()
         await self._background.aclose()
         if self._pump is not None:
             # Hand over what is queued, but a stuck recorder must not hang the shutdown.

@@ -119,6 +119,13 @@ class Membership:
         self._refusals_since = 0.0
         self._refusals = 0
         self._settle_until: float | None = None
+        self._timers: set[asyncio.TimerHandle] = set()
+
+    def close(self) -> None:
+        """Forget the Last Wills still waiting to count (the manager is closing)."""
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
 
     def reconnected(self) -> None:
         """The manager's connection is back: tools may take a moment to register again."""
@@ -248,9 +255,13 @@ class Membership:
             # before it closes its connections, ours included. Act on a will only when
             # our own connection outlives it by WILL_GRACE_SECONDS.
             connection = self.messager.connections
-            asyncio.get_running_loop().call_later(
-                WILL_GRACE_SECONDS, self._confirm_offline, source, owner, connection
-            )
+
+            def confirm() -> None:
+                self._timers.discard(timer)
+                self._confirm_offline(source, owner, connection)
+
+            timer = asyncio.get_running_loop().call_later(WILL_GRACE_SECONDS, confirm)
+            self._timers.add(timer)
         else:
             self._drops.drop(topic, f"unexpected {parsed.type} message")
 
