@@ -216,6 +216,7 @@ class Membership:
                     self.registry.add_compiled(compiled)
                 self._backlog.popleft()
                 self._apply(parsed, topic)
+                await asyncio.sleep(0)  # a long backlog must not hold the loop either
         finally:
             self._draining = False
 
