@@ -44,7 +44,7 @@ VALIDATOR = SchemaValidator(SCHEMA)
 REFERENCE = jsonschema.Draft202012Validator(SCHEMA)
 
 
-@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(instance=instances)
 def test_fast_path_agrees_with_jsonschema_whenever_it_accepts(instance: Any) -> None:
     assert FAST is not None
