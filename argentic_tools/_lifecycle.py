@@ -68,8 +68,16 @@ class TaskSet:
     def __len__(self) -> int:
         return len(self._tasks)
 
-    async def aclose(self) -> None:
-        """Cancel every task and wait until all have ended."""
+    async def aclose(self, grace: float = 0.0) -> None:
+        """Cancel every task and wait until all have ended.
+
+        Args:
+            grace: Seconds the tasks get to finish on their own first (e.g. a last
+                message being published).
+
+        """
+        if grace > 0 and self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=grace)
         while self._tasks:
             tasks = list(self._tasks)
             for task in tasks:

@@ -54,6 +54,8 @@ class Pending:
     """The caller's ``task_id_override``: shown as the result's task id, never sent."""
     window: Window | None = None
     """The tool instance's window while this call holds a slot in it."""
+    published: bool = False
+    """True from the moment the task may reach the tool (its publish has begun)."""
     sent_on: int = 0
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
 
@@ -238,6 +240,13 @@ class CallBook:
         window = self._windows.get(entry.info.id)
         if window is not None:
             window.resize(advertised_capacity(entry))
+
+    def find(self, task_id: str) -> Pending | None:
+        """The pending call with this wire task id, or with this label."""
+        call = self.pending.get(task_id)
+        if call is None:
+            call = next((p for p in self.pending.values() if p.label == task_id), None)
+        return call
 
     def forget(self, task_id: str) -> None:
         """The call ended: drop it, and remember its id to recognise a late result."""

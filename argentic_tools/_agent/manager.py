@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -24,6 +24,7 @@ from .._protocol.messages import (
     ManagerOnlineMessage,
     TaskErrorMessage,
     TaskResultMessage,
+    TaskStatus,
     ToolCallRequest,
     ToolCancelMessage,
     ToolResult,
@@ -52,6 +53,9 @@ from .registry import (
 )
 
 logger = logging.getLogger("argentic_tools.manager")
+
+CANCEL_SEND_SECONDS = 2.0
+"""How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
 
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits, by default, for its recorder to take the queued
@@ -176,10 +180,15 @@ class ToolManager(AsyncResource):
         if not self._initialised:
             return
         self._initialised = False
+        # Calls that reached their tools: tell each tool to stop, before the connection
+        # can close under the cancellations.
+        for call in self._calls.pending.values():
+            if call.published and not call.future.done():
+                self._cancel_remote(call, "the caller's ToolManager was closed")
         self._calls.fail(lambda _: True, BrokerError("the ToolManager was closed"))
         await self._detach()
         self._membership.close()
-        await self._background.aclose()
+        await self._background.aclose(grace=CANCEL_SEND_SECONDS)
         if self._pump is not None:
             # Hand over what is queued, but a stuck recorder must not hang the shutdown.
             with contextlib.suppress(TimeoutError):
@@ -317,9 +326,6 @@ class ToolManager(AsyncResource):
     async def _publish_quietly(self, topic: str, message: Any) -> None:
         await publish_quietly(self.messager, self.logger, topic, message)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        self._background.spawn(coro, "status")
-
     # -- results -----------------------------------------------------------------
 
     def _on_response(self, message: IncomingMessage) -> None:
@@ -405,12 +411,21 @@ class ToolManager(AsyncResource):
                         if settle > 0:
                             await asyncio.sleep(settle)
                     await self._calls.take_slot(call)
+                    call.published = True
                     call.sent_on = await self._send(call.entry, call.task)
                     result: ToolResult = await call.future
             except TimeoutError:
-                if call.sent_on:
+                if call.published:
                     self._cancel_remote(call, f"timed out after {call.wait:g} s")
                 result = self._calls.timed_out(call)
+            except asyncio.CancelledError:
+                # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
+                # must stop too. The TOOL_CANCEL is on its way before this returns.
+                if call.published and self._initialised:
+                    sending = self._cancel_remote(call, "cancelled by the caller")
+                    with anyio.CancelScope(shield=True):
+                        await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
+                raise
             except ToolGoneError:
                 result = self._calls.failed(
                     call, f"Tool '{call.tool_name}' went offline before answering.", "tool_offline"
@@ -437,9 +452,9 @@ class ToolManager(AsyncResource):
             self._pump.submit(observation_of(result, context))
         return result
 
-    def _cancel_remote(self, call: Pending, reason: str) -> None:
+    def _cancel_remote(self, call: Pending, reason: str) -> "asyncio.Task[Any]":
         """Tell the tool to stop working on ``call``: nobody will read the result."""
-        self._spawn(
+        return self._background.spawn(
             self._publish_quietly(
                 self.topics.call(call.tool_id),
                 ToolCancelMessage(
@@ -448,8 +463,36 @@ class ToolManager(AsyncResource):
                     tool_id=call.tool_id,
                     reason=reason,
                 ),
+            ),
+            "cancel",
+        )
+
+    async def cancel(self, task_id: str, reason: str | None = None) -> bool:
+        """Cancel one pending call: its caller gets status ``cancelled`` and its tool stops.
+
+        Args:
+            task_id: The call's task id, or the ``task_id_override`` it was made with.
+            reason: Why, for the tool's log and the result's message.
+
+        Returns:
+            False when no such call is pending (it ended, or never existed).
+
+        """
+        call = self._calls.find(task_id)
+        if call is None or call.future.done():
+            return False
+        why = reason or "cancelled by the caller"
+        call.future.set_result(
+            self._calls.failed(
+                call,
+                f"Tool '{call.tool_name}' call was cancelled: {why}.",
+                "cancelled",
+                status=TaskStatus.CANCELLED,
             )
         )
+        if call.published:
+            await asyncio.wait({self._cancel_remote(call, why)}, timeout=CANCEL_SEND_SECONDS)
+        return True
 
     async def get_tool_results(
         self, tool_call_requests: Sequence[ToolCallRequest]
