@@ -30,7 +30,7 @@ import pytest
 
 from argentic_tools import Messager, TaskResultMessage, ToolManager
 
-from .brokers import child_env, find_mosquitto, free_port, wait_for_port
+from .brokers import find_mosquitto, free_port, uncovered_env, wait_for_port
 
 pytestmark = pytest.mark.anyio
 
@@ -352,7 +352,7 @@ def documented_tools(secure_broker: SecureBroker, tmp_path: Path) -> Iterator[No
             process = subprocess.Popen(
                 [sys.executable, *argv[1:]],
                 cwd=REPO,
-                env=child_env(),
+                env=uncovered_env(),  # the tool clients are measured by their own tests
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

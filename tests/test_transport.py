@@ -16,7 +16,7 @@ from argentic_tools import (
     PayloadTooLargeError,
 )
 
-from .brokers import Mosquitto, free_port, running_mosquitto
+from .brokers import Mosquitto, free_port, running_mosquitto, uncovered_env
 
 pytestmark = pytest.mark.anyio
 
@@ -108,7 +108,8 @@ async def test_oversized_publish_is_refused_before_sending(mosquitto: Mosquitto)
 def test_client_ids_are_unique_across_processes_started_together() -> None:
     code = "from argentic_tools import Messager; print(Messager().client_id)"
     procs = [
-        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE) for _ in range(4)
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=uncovered_env())
+        for _ in range(4)
     ]
     ids = {p.communicate(timeout=60)[0].strip() for p in procs}
     assert len(ids) == 4
