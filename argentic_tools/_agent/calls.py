@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._errors import PayloadTooLargeError
 from .._protocol.messages import (
     CallContext,
     TaskErrorMessage,
@@ -372,6 +373,18 @@ class CallBook:
             code,
             status=status,
         )
+
+    def undeliverable(self, call: Pending, exc: Exception) -> TaskErrorMessage:
+        """The result of a call that could not reach its tool, by why."""
+        name = call.tool_name
+        if isinstance(exc, ToolGoneError):
+            return self.failed(
+                call, f"Tool '{name}' went offline before answering.", "tool_offline"
+            )
+        if isinstance(exc, PayloadTooLargeError):
+            text = f"Tool '{name}': the call is too large to send: {exc}"
+            return self.failed(call, text, "invalid_arguments")
+        return self.failed(call, f"Tool '{name}' could not be called: {exc}", "execution_error")
 
     def checked(self, call: Pending, result: ToolResult) -> ToolResult:
         """The result, or an error when it breaks the tool's output schema or has no error."""

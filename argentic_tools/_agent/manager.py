@@ -26,7 +26,6 @@ from .._protocol.messages import (
     TaskResultMessage,
     TaskStatus,
     ToolCallRequest,
-    ToolCancelMessage,
     ToolResult,
     parse_message,
 )
@@ -39,15 +38,15 @@ from .._protocol.topics import (
 )
 from .._transport import IncomingMessage, Messager
 from .calls import CallBook, Pending, ToolGoneError, call_field
+from .delivery import Delivery
 from .exports import ExportFormat, export
 from .info import ToolInfo
-from .membership import Membership, publish_quietly
+from .membership import Membership
 from .observations import ObservationPump, ObservationRecorder, observation_of
 from .policy import AllToolsEnabled, ToolPolicy
 from .registry import (
     DEFAULT_MAX_TOOLS,
     DEFAULT_MAX_TOOLS_PER_CLIENT,
-    Entry,
     ToolRegistry,
     matching,
 )
@@ -128,6 +127,9 @@ class ToolManager(AsyncResource):
         self._calls = CallBook(self._registry, messager.client_id)
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
+        self._delivery = Delivery(
+            messager, self.topics, self._registry, self.logger, self._background
+        )
         self._membership = Membership(
             self._registry,
             self._calls,
@@ -184,7 +186,7 @@ class ToolManager(AsyncResource):
         # can close under the cancellations.
         for call in self._calls.pending.values():
             if call.published and not call.future.done():
-                self._cancel_remote(call, "the caller's ToolManager was closed")
+                self._delivery.cancel_at_tool(call, "the caller's ToolManager was closed")
         self._calls.fail(lambda _: True, BrokerError("the ToolManager was closed"))
         await self._detach()
         self._membership.close()
@@ -295,37 +297,6 @@ class ToolManager(AsyncResource):
         async with asyncio.timeout(timeout):
             await self._registry.wait_removed(tool_id)
 
-    async def _send(self, entry: Entry, task: bytes) -> int:
-        """Publish a task on a connection the tool is known to be subscribed on.
-
-        After the manager's connection is re-established (the broker may have restarted
-        and lost every subscription), wait until the tool has registered again, and send
-        again if the connection changed while publishing. Tools execute a task id once.
-
-        Returns:
-            The connection (``messager.connections``) the task went out on.
-
-        """
-        tool_id = entry.info.id
-        while True:
-            if not self.messager.is_connected():
-                # Decide after the reconnection: published the moment the connection is
-                # back, the task would go out again once the tool has re-registered.
-                await self.messager.wait_connected()
-            current = self._registry.get(tool_id)
-            if current is None:
-                raise ToolGoneError
-            if current.epoch is not None and current.epoch < self.messager.connections:
-                await self._registry.changed()
-                continue
-            sent_on = self.messager.connections
-            await self.messager.publish(self.topics.call(tool_id), task)
-            if current.epoch is None or current.epoch >= self.messager.connections:
-                return sent_on
-
-    async def _publish_quietly(self, topic: str, message: Any) -> None:
-        await publish_quietly(self.messager, self.logger, topic, message)
-
     # -- results -----------------------------------------------------------------
 
     def _on_response(self, message: IncomingMessage) -> None:
@@ -412,34 +383,22 @@ class ToolManager(AsyncResource):
                             await asyncio.sleep(settle)
                     await self._calls.take_slot(call)
                     call.published = True
-                    call.sent_on = await self._send(call.entry, call.task)
+                    call.sent_on = await self._delivery.send(call.entry, call.task)
                     result: ToolResult = await call.future
             except TimeoutError:
                 if call.published:
-                    self._cancel_remote(call, f"timed out after {call.wait:g} s")
+                    self._delivery.cancel_at_tool(call, f"timed out after {call.wait:g} s")
                 result = self._calls.timed_out(call)
             except asyncio.CancelledError:
                 # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
                 # must stop too. The TOOL_CANCEL is on its way before this returns.
                 if call.published and self._initialised:
-                    sending = self._cancel_remote(call, "cancelled by the caller")
+                    sending = self._delivery.cancel_at_tool(call, "cancelled by the caller")
                     with anyio.CancelScope(shield=True):
                         await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
                 raise
-            except ToolGoneError:
-                result = self._calls.failed(
-                    call, f"Tool '{call.tool_name}' went offline before answering.", "tool_offline"
-                )
-            except PayloadTooLargeError as exc:
-                result = self._calls.failed(
-                    call,
-                    f"Tool '{call.tool_name}': the call is too large to send: {exc}",
-                    "invalid_arguments",
-                )
-            except BrokerError as exc:
-                result = self._calls.failed(
-                    call, f"Tool '{call.tool_name}' could not be called: {exc}", "execution_error"
-                )
+            except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
+                result = self._calls.undeliverable(call, exc)
             finally:
                 self._calls.forget(call.task_id)
             result = self._calls.checked(call, result)
@@ -451,21 +410,6 @@ class ToolManager(AsyncResource):
         if self._pump is not None:
             self._pump.submit(observation_of(result, context))
         return result
-
-    def _cancel_remote(self, call: Pending, reason: str) -> "asyncio.Task[Any]":
-        """Tell the tool to stop working on ``call``: nobody will read the result."""
-        return self._background.spawn(
-            self._publish_quietly(
-                self.topics.call(call.tool_id),
-                ToolCancelMessage(
-                    source=self.messager.client_id,
-                    task_id=call.task_id,
-                    tool_id=call.tool_id,
-                    reason=reason,
-                ),
-            ),
-            "cancel",
-        )
 
     async def cancel(self, task_id: str, reason: str | None = None) -> bool:
         """Cancel one pending call: its caller gets status ``cancelled`` and its tool stops.
@@ -491,7 +435,9 @@ class ToolManager(AsyncResource):
             )
         )
         if call.published:
-            await asyncio.wait({self._cancel_remote(call, why)}, timeout=CANCEL_SEND_SECONDS)
+            await asyncio.wait(
+                {self._delivery.cancel_at_tool(call, why)}, timeout=CANCEL_SEND_SECONDS
+            )
         return True
 
     async def get_tool_results(

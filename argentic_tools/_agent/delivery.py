@@ -1,0 +1,78 @@
+"""Getting tasks and cancellations to a tool: only on a connection it listens on.
+
+After a reconnection the broker may have forgotten every subscription, so a task waits
+until its tool has registered again; a cancellation is a task of its own that the
+manager owns, so closing the manager waits for it briefly instead of dropping it.
+"""
+
+import asyncio
+import logging
+from typing import Any
+
+from .._lifecycle import TaskSet
+from .._logging import InstanceLogger
+from .._protocol.messages import ToolCancelMessage
+from .._protocol.topics import Topics
+from .._transport import Messager
+from .calls import Pending, ToolGoneError
+from .membership import publish_quietly
+from .registry import Entry, ToolRegistry
+
+
+class Delivery:
+    """Publishes one manager's tasks and cancellations."""
+
+    def __init__(
+        self,
+        messager: Messager,
+        topics: Topics,
+        registry: ToolRegistry,
+        logger: "logging.Logger | InstanceLogger",
+        tasks: TaskSet,
+    ) -> None:
+        self.messager = messager
+        self.topics = topics
+        self.registry = registry
+        self._logger = logger
+        self._tasks = tasks
+
+    async def send(self, entry: Entry, task: bytes) -> int:
+        """Publish a task on a connection the tool is known to be subscribed on.
+
+        After the manager's connection is re-established (the broker may have restarted
+        and lost every subscription), wait until the tool has registered again, and send
+        again if the connection changed while publishing. Tools execute a task id once.
+
+        Returns:
+            The connection (``messager.connections``) the task went out on.
+
+        """
+        tool_id = entry.info.id
+        while True:
+            if not self.messager.is_connected():
+                # Decide after the reconnection: published the moment the connection is
+                # back, the task would go out again once the tool has re-registered.
+                await self.messager.wait_connected()
+            current = self.registry.get(tool_id)
+            if current is None:
+                raise ToolGoneError
+            if current.epoch is not None and current.epoch < self.messager.connections:
+                await self.registry.changed()
+                continue
+            sent_on = self.messager.connections
+            await self.messager.publish(self.topics.call(tool_id), task)
+            if current.epoch is None or current.epoch >= self.messager.connections:
+                return sent_on
+
+    def cancel_at_tool(self, call: Pending, reason: str) -> "asyncio.Task[Any]":
+        """Tell the tool to stop working on ``call``; the returned task publishes it."""
+        message = ToolCancelMessage(
+            source=self.messager.client_id,
+            task_id=call.task_id,
+            tool_id=call.tool_id,
+            reason=reason,
+        )
+        return self._tasks.spawn(
+            publish_quietly(self.messager, self._logger, self.topics.call(call.tool_id), message),
+            "cancel",
+        )
