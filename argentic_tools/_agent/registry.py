@@ -193,7 +193,7 @@ class ToolRegistry:
         problem = tool_name_problem(name)
         if problem:
             raise RegistrationRefusedError(problem)
-        schema = _input_schema(reg)
+        schema, key = _input_schema(reg)
         reserved_for = self.name_owners.get(name)
         if reserved_for is not None and owner != reserved_for:
             raise RegistrationRefusedError(
@@ -214,18 +214,17 @@ class ToolRegistry:
         )
         self._check_room(reg)
         try:
-            validator = self._validators.get(schema)
+            validator = self._validators.for_key(key)
         except ValueError as exc:
             raise RegistrationRefusedError(str(exc)) from None
         output_schema = spec.output_schema if spec else None
-        if output_schema is not None and len(ValidatorCache.key(output_schema)) > MAX_SCHEMA_BYTES:
+        output_key = None if output_schema is None else ValidatorCache.key(output_schema)
+        if output_key is not None and len(output_key) > MAX_SCHEMA_BYTES:
             raise RegistrationRefusedError(
                 f"the output schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB"
             )
         try:
-            output_validator = (
-                None if output_schema is None else self._validators.get(output_schema)
-            )
+            output_validator = None if output_key is None else self._validators.for_key(output_key)
         except ValueError as exc:
             raise RegistrationRefusedError(f"output schema: {exc}") from None
         tool_id = reg.tool_id
@@ -314,13 +313,12 @@ class ToolRegistry:
         try:
             if tool_name_problem(reg.tool_name):
                 return []
-            schemas = [_input_schema(reg)]
+            keys = [_input_schema(reg)[1]]
             self._check_room(reg)
         except RegistrationRefusedError:
             return []
         if reg.tool_spec is not None and isinstance(reg.tool_spec.output_schema, dict):
-            schemas.append(reg.tool_spec.output_schema)
-        keys = [self._validators.key(schema) for schema in schemas]
+            keys.append(ValidatorCache.key(reg.tool_spec.output_schema))
         return [k for k in keys if len(k) <= MAX_SCHEMA_BYTES and not self._validators.has(k)]
 
     def add_compiled(self, compiled: list[tuple[str, SchemaValidator]]) -> None:
@@ -403,8 +401,10 @@ def matching(infos: Iterable[ToolInfo], tags: Iterable[str] | None) -> Iterator[
     return (info for info in infos if not wanted or wanted.issubset(info.tags))
 
 
-def _input_schema(reg: RegisterToolMessage) -> dict[str, Any]:
+def _input_schema(reg: RegisterToolMessage) -> tuple[dict[str, Any], str]:
     """The argument schema a registration declares (spec first, then ``tool_api``).
+
+    Returned with its canonical JSON, computed once: it is the compiled validator's key.
 
     Raises:
         RegistrationRefusedError: It is not a JSON object, or too large.
@@ -421,8 +421,9 @@ def _input_schema(reg: RegisterToolMessage) -> dict[str, Any]:
     if not isinstance(schema, dict):
         raise RegistrationRefusedError("the argument schema must be a JSON object")
     checked: dict[str, Any] = schema or _EMPTY_OBJECT
-    if len(ValidatorCache.key(checked)) > MAX_SCHEMA_BYTES:
+    key = ValidatorCache.key(checked)
+    if len(key) > MAX_SCHEMA_BYTES:
         raise RegistrationRefusedError(
             f"the argument schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB"
         )
-    return checked
+    return checked, key

@@ -161,7 +161,15 @@ class ValidatorCache:
             ValueError: ``schema`` is not a valid JSON Schema.
 
         """
-        key = self.key(schema)
+        return self.for_key(self.key(schema))
+
+    def for_key(self, key: str) -> SchemaValidator:
+        """The validator for the schema whose canonical JSON (:meth:`key`) is ``key``.
+
+        Raises:
+            ValueError: The schema is not a valid JSON Schema.
+
+        """
         validator = self._validators.get(key)
         if validator is None:
             self.put(key, SchemaValidator(json.loads(key)))
