@@ -504,3 +504,41 @@ async def test_a_newcomer_with_a_pinned_id_already_held_runs_no_task(
     assert runs["newcomer"] == 0
     assert all(r.result == "holder" for r in results), {r.status.value for r in results}
     assert runs["holder"] == len(results)
+
+
+async def test_calls_waiting_for_a_slot_end_promptly_when_their_tool_leaves(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics
+) -> None:
+    import asyncio
+
+    gate = anyio.Event()
+    started = anyio.Event()
+
+    @tool(max_concurrency=1)
+    async def single(n: int) -> int:
+        """Hold the only slot until the gate opens."""
+        started.set()
+        await gate.wait()
+        return n
+
+    service = ToolService(mosquitto.url, [single], topics=topics, grace_period=10)
+    await service.start()
+    info = await manager.wait_for_tool("single", timeout=10)
+    first = asyncio.ensure_future(manager.execute_tool("single", {"n": 1}, timeout=30))
+    with anyio.fail_after(10):
+        await started.wait()
+    # The only slot is taken: this call waits in the manager, never published.
+    waiting = asyncio.ensure_future(manager.execute_tool("single", {"n": 2}, timeout=30))
+    with anyio.fail_after(10):
+        while manager.pending_calls < 2:
+            await anyio.sleep(0.01)
+    closing = asyncio.ensure_future(service.aclose())
+    await manager.wait_for_tool_removed(info.id, timeout=10)
+    with anyio.fail_after(10):
+        second = await waiting
+    assert isinstance(second, TaskErrorMessage)
+    assert second.error_code == "tool_offline"
+    gate.set()
+    with anyio.fail_after(15):
+        assert (await first).result == 1
+        await closing
