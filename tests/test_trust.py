@@ -542,3 +542,30 @@ async def test_calls_waiting_for_a_slot_end_promptly_when_their_tool_leaves(
     with anyio.fail_after(15):
         assert (await first).result == 1
         await closing
+
+
+# -- 11. tool_offline says whether the tool may have run ------------------------------------
+
+
+async def test_a_call_whose_tool_process_dies_says_execution_is_unknown(
+    mosquitto: Mosquitto, manager: ToolManager, prefix: str, topics: Topics
+) -> None:
+    import asyncio
+
+    from .conftest import ToolProcess
+    from .observers import spy_on_calls
+
+    async with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+        info = await manager.wait_for_tool("sleep", timeout=15)
+        async with spy_on_calls(mosquitto.url, topics, info.id) as spy:
+            call = asyncio.ensure_future(
+                manager.execute_tool("sleep", {"seconds": 60}, timeout=60, call_id="doomed")
+            )
+            assert await spy.wait_for_calls(1) == ["doomed"]
+        await anyio.to_thread.run_sync(proc.kill)
+        with anyio.fail_after(15):
+            result = await call
+    assert isinstance(result, TaskErrorMessage)
+    assert result.error_code == "tool_offline"
+    assert "may or may not have run the task" in result.error
+    assert result.details == {"executed": "unknown"}
