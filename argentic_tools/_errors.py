@@ -19,7 +19,9 @@ catches a tool timeout and ``except ConnectionError`` a broker failure::
         │   └── OutputValidationError        a result violates the tool's output schema
         ├── ToolExecutionError               the tool ran and reported a failure
         ├── ToolTimeoutError ............... (also TimeoutError)
-        └── ToolOfflineError                 the tool went away before answering
+        ├── ToolOfflineError                 the tool went away before answering
+        ├── ToolCancelledError               the call was cancelled (manager.cancel, a tool's stop)
+        └── StreamInterruptedError           streamed chunks were lost and cannot be recovered
 
 ``execute_tool`` never raises for a failed call: it returns a
 :class:`~argentic_tools.TaskErrorMessage`. Call ``result.raise_for_status()``
@@ -137,6 +139,18 @@ class ToolOfflineError(ToolCallError):
     code = "tool_offline"
 
 
+class ToolCancelledError(ToolCallError):
+    """The call was cancelled before it finished (``manager.cancel``, or the tool stopped)."""
+
+    code = "cancelled"
+
+
+class StreamInterruptedError(ToolCallError):
+    """Chunks of a streamed result were lost (a broker outage) and cannot be recovered."""
+
+    code = "stream_interrupted"
+
+
 class ToolError(Exception):
     """Raise this inside a tool to fail the call with a clear message.
 
@@ -164,6 +178,8 @@ ERROR_CODES: dict[str, type[ToolCallError]] = {
         ToolExecutionError,
         ToolTimeoutError,
         ToolOfflineError,
+        ToolCancelledError,
+        StreamInterruptedError,
     )
 }
 """Maps the ``error_code`` carried by a result to the exception it stands for."""

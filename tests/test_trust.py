@@ -240,8 +240,9 @@ async def test_a_tool_error_quoting_a_huge_input_still_reaches_the_caller_trunca
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
     max_leaves=30,
 )
 anything = json_values | st.builds(object) | st.binary(max_size=8) | st.sets(st.integers())

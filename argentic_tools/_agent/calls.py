@@ -22,6 +22,8 @@ from .._protocol.messages import (
     TaskMessage,
     TaskResultMessage,
     TaskStatus,
+    ToolPartialMessage,
+    ToolProgressMessage,
     ToolResult,
     encode,
 )
@@ -29,6 +31,7 @@ from .._protocol.validation import describe_problems
 from .arguments import unsendable, without_skipped_nulls
 from .flow import Window, advertised_capacity
 from .policy import ToolPolicy
+from .progress import CallWatch
 from .registry import Entry, ToolRegistry
 
 REMEMBER_FINISHED = 10_000
@@ -40,6 +43,23 @@ class ToolGoneError(Exception):
 
 
 @dataclass(slots=True)
+class CallSpec:
+    """What the caller asked for: one call, before it is checked."""
+
+    name: str
+    """Tool name or id."""
+    arguments: Any
+    label: str | None
+    """The caller's ``task_id_override``."""
+    wait: float | None
+    """Seconds the caller waits in all; None: no limit but the idle timeout."""
+    call_id: str | None = None
+    context: CallContext | None = None
+    watch: CallWatch | None = None
+    """Progress, idle timeout and streaming, for a long call."""
+
+
+@dataclass(slots=True)
 class Pending:
     """A call from its check until its result: all a waiting call holds."""
 
@@ -47,8 +67,8 @@ class Pending:
     entry: Entry
     task_id: str
     arguments: Any
-    wait: float
-    """Seconds the caller waits."""
+    wait: float | None
+    """Seconds the caller waits in all (None: only an idle timeout applies)."""
     task: bytes
     """The encoded task, for sending it again."""
     label: str | None = None
@@ -59,6 +79,8 @@ class Pending:
     """True from the moment the task may reach the tool (its publish has begun)."""
     sent_on: int = 0
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
+    watch: CallWatch | None = None
+    """Progress, idle timeout and chunks of a long call."""
 
     @property
     def tool_id(self) -> str:
@@ -95,16 +117,7 @@ class CallBook:
         self._lost_epoch = 0
         self._windows: dict[str, Window] = {}
 
-    def prepare(
-        self,
-        name: str,
-        arguments: Any,
-        task_id_override: str | None,
-        wait: float,
-        call_id: str | None,
-        context: CallContext | None,
-        policy: ToolPolicy,
-    ) -> "Pending | TaskErrorMessage":
+    def prepare(self, spec: CallSpec, policy: ToolPolicy) -> "Pending | TaskErrorMessage":
         """Check a call and register it as pending, or say why it cannot be sent.
 
         The task id on the wire is always fresh: ids a caller or a model chooses
@@ -112,7 +125,8 @@ class CallBook:
         has seen with its recorded reply. The override is a label on the result.
         """
         task_id = str(uuid.uuid4())
-        label = task_id_override
+        name, arguments, label, wait = spec.name, spec.arguments, spec.label, spec.wait
+        context, watch = spec.context, spec.watch
         entry = self.registry.lookup(name)
         if entry is None:
             return self.error(
@@ -174,7 +188,7 @@ class CallBook:
                 "invalid_arguments",
                 details=problems,
             )
-        if wait <= 0:
+        if wait is not None and wait <= 0:
             return self.error(
                 label or task_id,
                 info.id,
@@ -200,10 +214,12 @@ class CallBook:
                     tool_id=info.id,
                     tool_name=info.name,
                     arguments=arguments,
-                    call_id=call_id,
+                    call_id=spec.call_id,
                     timeout_seconds=wait,
-                    deadline=now + wait,
+                    deadline=None if wait is None else now + wait,
                     context=context,
+                    report_progress=True if watch is not None and watch.wants_progress else None,
+                    stream=True if watch is not None and watch.streams else None,
                 )
             )
         except (ValueError, TypeError, RecursionError) as exc:
@@ -219,7 +235,7 @@ class CallBook:
                 "invalid_arguments",
             )
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        pending = Pending(future, entry, task_id, arguments, wait, payload, label)
+        pending = Pending(future, entry, task_id, arguments, wait, payload, label, watch=watch)
         self.pending[task_id] = pending
         return pending
 
@@ -285,6 +301,24 @@ class CallBook:
         pending.future.set_result(result)
         return None
 
+    def update(
+        self, message: ToolProgressMessage | ToolPartialMessage, tool_id: str | None
+    ) -> str | None:
+        """Hand a progress report or chunk to its call; returns why it was dropped, if not routine.
+
+        Reports for calls that ended or that belong to another manager are ignored.
+        """
+        pending = self.pending.get(message.task_id)
+        if pending is None or pending.watch is None or pending.future.done():
+            return None
+        if pending.tool_id != tool_id:
+            return (
+                f"{message.type} for task {message.task_id} arrived on tool {tool_id}'s "
+                f"topic, but the task went to {pending.tool_id}"
+            )
+        pending.watch.arrived(message)
+        return None
+
     def fail(
         self, which: Callable[[Pending], bool], exception: BaseException | None = None
     ) -> None:
@@ -343,6 +377,9 @@ class CallBook:
 
     def timed_out(self, call: Pending) -> TaskErrorMessage:
         """The result of a call whose wait ran out."""
+        watch = call.watch
+        if watch is not None and (watch.idle is not None or call.wait is None):
+            return self._long_call_timed_out(call, watch)
         window = self._windows.get(call.tool_id)
         if call.window is None and window is not None and window.capacity is not None:
             return self.failed(
@@ -356,6 +393,28 @@ class CallBook:
         return self.failed(
             call,
             f"Tool '{call.tool_name}' timed out after {call.wait:g} s (task {call.task_id}).",
+            "timeout",
+            status=TaskStatus.TIMEOUT,
+        )
+
+    def _long_call_timed_out(self, call: Pending, watch: CallWatch) -> TaskErrorMessage:
+        loop = asyncio.get_running_loop()
+        if watch.capped(loop):
+            why = f"it ran for its max_duration of {call.wait:g} s"
+        elif watch.reports:
+            why = (
+                f"no progress for {watch.idle:g} s (its idle_timeout) after "
+                f"{watch.reports} report(s)"
+            )
+        else:
+            why = (
+                f"no progress for {watch.idle:g} s (its idle_timeout); the tool sent no "
+                "progress report at all: it may not report progress, so give it a "
+                "timeout instead"
+            )
+        return self.failed(
+            call,
+            f"Tool '{call.tool_name}' timed out: {why} (task {call.task_id}).",
             "timeout",
             status=TaskStatus.TIMEOUT,
         )
@@ -385,6 +444,29 @@ class CallBook:
             text = f"Tool '{name}': the call is too large to send: {exc}"
             return self.failed(call, text, "invalid_arguments")
         return self.failed(call, f"Tool '{name}' could not be called: {exc}", "execution_error")
+
+    def assembled(self, call: Pending, result: ToolResult) -> ToolResult:
+        """A streamed call's result: the chunks put together, or an error if some were lost."""
+        watch = call.watch
+        if watch is None or not isinstance(result, TaskResultMessage) or not result.ok:
+            return result
+        sent = result.chunks or 0
+        if watch.delivered < sent:
+            lost = sent - watch.delivered
+            error = self.failed(
+                call,
+                f"Tool '{call.tool_name}' finished, but {lost} of its {sent} streamed chunks "
+                f"(from chunk {watch.delivered} on) were lost, most likely in a broker "
+                "outage; the chunks after the gap were not delivered, to keep the order. "
+                "Call it again to get the whole result.",
+                "stream_interrupted",
+            )
+            error.details = {"delivered": watch.delivered, "chunks": sent}
+            return error
+        if result.result_in_chunks:
+            result.result = watch.collected
+            result.result_in_chunks = None
+        return result
 
     def checked(self, call: Pending, result: ToolResult) -> ToolResult:
         """The result, or an error when it breaks the tool's output schema or has no error."""

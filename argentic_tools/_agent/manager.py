@@ -26,6 +26,8 @@ from .._protocol.messages import (
     TaskResultMessage,
     TaskStatus,
     ToolCallRequest,
+    ToolPartialMessage,
+    ToolProgressMessage,
     ToolResult,
     parse_message,
 )
@@ -37,19 +39,21 @@ from .._protocol.topics import (
     Topics,
 )
 from .._transport import IncomingMessage, Messager
-from .calls import CallBook, Pending, ToolGoneError, call_field
+from .calls import CallBook, CallSpec, Pending, ToolGoneError, call_field
 from .delivery import Delivery
 from .exports import ExportFormat, export
 from .info import ToolInfo
 from .membership import Membership
 from .observations import ObservationPump, ObservationRecorder, observation_of
 from .policy import AllToolsEnabled, ToolPolicy
+from .progress import BatchProgressCallback, ProgressCallback, for_call, long_call
 from .registry import (
     DEFAULT_MAX_TOOLS,
     DEFAULT_MAX_TOOLS_PER_CLIENT,
     ToolRegistry,
     matching,
 )
+from .streams import ToolStream
 
 logger = logging.getLogger("argentic_tools.manager")
 
@@ -59,6 +63,10 @@ CANCEL_SEND_SECONDS = 2.0
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits, by default, for its recorder to take the queued
 observations."""
+
+
+class _UnsentError(Exception):
+    """A call ended (``cancel``) while it waited to be sent."""
 
 
 class ToolManager(AsyncResource):
@@ -306,6 +314,11 @@ class ToolManager(AsyncResource):
         except ProtocolError as exc:
             self._drops.drop(message.topic, str(exc))
             return
+        if isinstance(result, ToolProgressMessage | ToolPartialMessage):
+            problem = self._calls.update(result, tool_id)
+            if problem is not None:
+                self._drops.drop(message.topic, problem)
+            return
         if not isinstance(result, TaskResultMessage | TaskErrorMessage):
             self._drops.drop(message.topic, f"expected a result, got a {result.type} message")
             return
@@ -327,6 +340,9 @@ class ToolManager(AsyncResource):
         *,
         call_id: str | None = None,
         context: CallContext | None = None,
+        on_progress: ProgressCallback | None = None,
+        idle_timeout: float | None = None,
+        max_duration: float | None = None,
     ) -> ToolResult:
         """Call a tool and wait for its result; never raises for a failed call.
 
@@ -338,57 +354,112 @@ class ToolManager(AsyncResource):
                 result's ``task_id``. The task on the wire always gets a fresh id:
                 labels repeat (LLM call ids do), and a reused wire id would be
                 answered with the earlier call's recorded result.
-            timeout: Seconds to wait; ``default_timeout`` when None. Zero means
-                no time at all (the call times out without being sent).
+            timeout: Seconds to wait; ``default_timeout`` when None (and no
+                ``idle_timeout`` is given). Zero means no time at all (the call
+                times out without being sent).
             call_id: The caller's id for the call, returned unchanged.
             context: Thread, trace and user ids, delivered to the tool.
+            on_progress: Called as ``on_progress(progress, total, message)`` for each
+                progress report of the tool, in order, before this returns; a plain
+                function or a coroutine function.
+            idle_timeout: For long work: the call times out after this many seconds
+                without a progress report (each report starts it again) instead of
+                after ``timeout``. Only for tools that report progress.
+            max_duration: With ``idle_timeout``: the absolute limit that no report
+                extends (``timeout`` is used when this is None; neither: no limit).
 
         Returns:
             A :class:`TaskResultMessage` on success; otherwise a
             :class:`TaskErrorMessage` whose ``error`` names the tool and the
             cause and whose ``error_code`` is one of ``not_found``,
             ``not_enabled``, ``invalid_arguments``, ``invalid_output``,
-            ``execution_error``, ``timeout`` or ``tool_offline``.
+            ``execution_error``, ``timeout``, ``tool_offline`` or ``cancelled``.
 
         """
-        # One coroutine frame per call, and a pending call's state in one _Pending: with
+        watch = None
+        wait: float | None = self.default_timeout if timeout is None else timeout
+        if on_progress is not None or idle_timeout is not None or max_duration is not None:
+            watch, wait = long_call(on_progress, None, timeout, idle_timeout, max_duration, wait)
+        return await self._call(
+            CallSpec(tool_name_or_id, arguments, task_id_override, wait, call_id, context, watch)
+        )
+
+    def stream_tool(
+        self,
+        tool_name_or_id: str,
+        arguments: dict[str, Any],
+        task_id_override: str | None = None,
+        timeout: float | None = None,
+        *,
+        call_id: str | None = None,
+        context: CallContext | None = None,
+        on_progress: ProgressCallback | None = None,
+        idle_timeout: float | None = None,
+        max_duration: float | None = None,
+    ) -> ToolStream:
+        """Call a tool and receive its result in chunks, as the tool sends them.
+
+        ``async for chunk in manager.stream_tool(name, args)`` yields each chunk in
+        order, once; afterwards the stream's ``result`` holds the final result (for
+        a generator tool, the list of all chunks). A failed call ends the iteration
+        and its error is the ``result``; nothing raises. Leaving the loop early (or
+        the stream's ``async with`` block) cancels the call at the tool. A tool
+        that does not stream yields nothing and gives its result. The arguments
+        are those of :meth:`execute_tool`.
+        """
+        wait: float | None = self.default_timeout if timeout is None else timeout
+        stream = ToolStream(self._call)
+        watch, wait = long_call(
+            on_progress, stream.chunk_arrived, timeout, idle_timeout, max_duration, wait
+        )
+        stream.spec = CallSpec(
+            tool_name_or_id, arguments, task_id_override, wait, call_id, context, watch
+        )
+        return stream
+
+    async def _call(self, spec: CallSpec) -> ToolResult:
+        # One coroutine frame per call, and a pending call's state in one Pending: with
         # thousands of calls in flight, every extra frame costs about 0.5 KB per call.
         started = time.perf_counter()
-        wait = self.default_timeout if timeout is None else timeout
-        call = self._calls.prepare(
-            tool_name_or_id, arguments, task_id_override, wait, call_id, context, self.policy
-        )
+        call = self._calls.prepare(spec, self.policy)
         if (
             isinstance(call, TaskErrorMessage)
             and call.error_code == "not_found"
             and self._membership.settling()
         ):
-            call = await self._membership.after_settling(
-                tool_name_or_id,
-                arguments,
-                task_id_override,
-                wait,
-                call_id,
-                context,
-                call,
-                self.policy,
-            )
+            call = await self._membership.after_settling(spec, call, self.policy)
         if isinstance(call, Pending):
+            watch = call.watch
             try:
-                async with asyncio.timeout(call.wait):
+                loop = asyncio.get_running_loop()
+                deadline = (
+                    loop.time() + call.wait  # type: ignore[operator]
+                    if watch is None
+                    else watch.first_deadline(loop)
+                )
+                async with asyncio.timeout_at(deadline) as timer:
                     ready_at = call.entry.ready_at
                     if ready_at:
-                        settle = ready_at - asyncio.get_running_loop().time()
+                        settle = ready_at - loop.time()
                         if settle > 0:
                             await asyncio.sleep(settle)
                     await self._calls.take_slot(call)
+                    if call.future.done():  # cancelled (manager.cancel) before it was sent
+                        raise _UnsentError
                     call.published = True
+                    if watch is not None:
+                        watch.timer = timer
+                        if watch.idle is not None:  # the idle time counts from the send
+                            timer.reschedule(watch.first_deadline(loop))
                     call.sent_on = await self._delivery.send(call.entry, call.task)
-                    result: ToolResult = await call.future
+                    if watch is None:
+                        result: ToolResult = await call.future
+                    else:
+                        result = self._calls.assembled(call, await watch.result(call.future))
             except TimeoutError:
-                if call.published:
-                    self._delivery.cancel_at_tool(call, f"timed out after {call.wait:g} s")
                 result = self._calls.timed_out(call)
+                if call.published:
+                    self._delivery.cancel_at_tool(call, result.error)
             except asyncio.CancelledError:
                 # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
                 # must stop too. The TOOL_CANCEL is on its way before this returns.
@@ -399,16 +470,20 @@ class ToolManager(AsyncResource):
                 raise
             except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
                 result = self._calls.undeliverable(call, exc)
+            except _UnsentError:
+                result = call.future.result()
             finally:
+                if watch is not None:
+                    watch.timer = None
                 self._calls.forget(call.task_id)
             result = self._calls.checked(call, result)
         else:
             result = call
         result.duration_ms = (time.perf_counter() - started) * 1000
-        if call_id is not None:
-            result.call_id = call_id
+        if spec.call_id is not None:
+            result.call_id = spec.call_id
         if self._pump is not None:
-            self._pump.submit(observation_of(result, context))
+            self._pump.submit(observation_of(result, spec.context))
         return result
 
     async def cancel(self, task_id: str, reason: str | None = None) -> bool:
@@ -457,6 +532,9 @@ class ToolManager(AsyncResource):
                     timeout=request.timeout,
                     call_id=request.call_id,
                     context=request.context,
+                    on_progress=request.on_progress,
+                    idle_timeout=request.idle_timeout,
+                    max_duration=request.max_duration,
                 )
                 for request in tool_call_requests
             )
@@ -471,13 +549,19 @@ class ToolManager(AsyncResource):
         *,
         user_id: str | None = None,
         timeout: float | None = None,
+        on_progress: BatchProgressCallback | None = None,
+        idle_timeout: float | None = None,
+        max_duration: float | None = None,
     ) -> list[ToolResult]:
         """Run parsed tool calls (``call_id``, ``tool_name``, ``arguments``) concurrently.
 
         Each item may be an object with those attributes or a mapping with
         those keys (``toolName``/``callId`` as ART writes them work too).
         Returns one result per call, in order, each carrying its ``call_id``;
-        a failure is a result, never an exception.
+        a failure is a result, never an exception. ``on_progress`` is called as
+        ``on_progress(call_id, progress, total, message)`` for every call's reports;
+        ``idle_timeout`` and ``max_duration`` apply to each call as in
+        :meth:`execute_tool`.
         """
         context = CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id)
         results = await asyncio.gather(
@@ -488,6 +572,9 @@ class ToolManager(AsyncResource):
                     timeout=timeout,
                     call_id=call_field(call, "call_id", "callId"),
                     context=context,
+                    on_progress=for_call(on_progress, call_field(call, "call_id", "callId")),
+                    idle_timeout=idle_timeout,
+                    max_duration=max_duration,
                 )
                 for call in calls
             )

@@ -22,7 +22,6 @@ from .._lifecycle import TaskSet
 from .._logging import DropLog, InstanceLogger
 from .._protocol.messages import (
     BaseMessage,
-    CallContext,
     ClientOfflineMessage,
     RegisterToolMessage,
     TaskErrorMessage,
@@ -35,7 +34,7 @@ from .._protocol.messages import (
 from .._protocol.topics import Topics
 from .._protocol.validation import SchemaValidator
 from .._transport import IncomingMessage, Messager
-from .calls import CallBook, Pending
+from .calls import CallBook, CallSpec, Pending
 from .info import ToolInfo
 from .policy import ToolPolicy
 from .registry import Entry, RegistrationRefusedError, ToolRegistry
@@ -140,31 +139,27 @@ class Membership:
         return asyncio.get_running_loop().time() < self._settle_until
 
     async def after_settling(
-        self,
-        name: str,
-        arguments: Any,
-        task_id_override: str | None,
-        wait: float,
-        call_id: str | None,
-        context: CallContext | None,
-        not_found: TaskErrorMessage,
-        policy: ToolPolicy,
+        self, spec: CallSpec, not_found: TaskErrorMessage, policy: ToolPolicy
     ) -> "Pending | TaskErrorMessage":
         """Wait (within the call's timeout) for a tool to come back after a reconnection."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait
+        patience = spec.wait
+        if patience is None:
+            watch = spec.watch
+            patience = watch.idle if watch is not None and watch.idle is not None else 0.0
+        deadline = loop.time() + patience
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout_at(deadline):
                 await self.messager.wait_connected()
             settle = self._settle_until or loop.time()
             async with asyncio.timeout_at(min(deadline, max(settle, loop.time()))):
-                await self.registry.wait_for(name)
+                await self.registry.wait_for(spec.name)
         remaining = deadline - loop.time()
-        if remaining <= 0 or self.registry.lookup(name) is None:
+        if remaining <= 0 or self.registry.lookup(spec.name) is None:
             return not_found
-        return self.calls.prepare(
-            name, arguments, task_id_override, remaining, call_id, context, policy
-        )
+        if spec.wait is not None:
+            spec.wait = remaining
+        return self.calls.prepare(spec, policy)
 
     def _resend_lost(self, entry: Entry) -> None:
         """Send again the tasks to a tool that went out on an earlier connection.

@@ -12,6 +12,7 @@ required ones; sending always produces complete messages.
 
 import time
 import uuid
+from collections.abc import Callable
 from enum import Enum
 from typing import Annotated, Any, Literal, NoReturn, Union
 
@@ -224,6 +225,47 @@ class ToolCancelMessage(BaseMessage):
     """Why, e.g. ``"timed out after 5 s"``."""
 
 
+class ToolProgressMessage(BaseMessage):
+    """How far a running task has got (published on the tool's response topic).
+
+    Sent only for tasks whose caller asked (``report_progress``), at most a few
+    times a second however often the tool reports; Argentic peers never see one.
+    """
+
+    type: Literal["TOOL_PROGRESS"] = "TOOL_PROGRESS"
+    task_id: str
+    """Task the report is about."""
+    tool_id: str
+    """Tool serving the task."""
+    seq: int = 0
+    """Position of this report among the task's reports; older ones arriving late are
+    dropped."""
+    progress: float
+    """Work done so far, in the tool's own unit."""
+    total: float | None = None
+    """Work in all, when known."""
+    message: str | None = None
+    """What the tool is doing, for people."""
+
+
+class ToolPartialMessage(BaseMessage):
+    """One chunk of a streamed result (published on the tool's response topic).
+
+    Sent only for tasks whose caller streams (``stream``); the final result
+    follows the last chunk and says how many there were.
+    """
+
+    type: Literal["TOOL_PARTIAL"] = "TOOL_PARTIAL"
+    task_id: str
+    """Task the chunk belongs to."""
+    tool_id: str
+    """Tool serving the task."""
+    seq: int
+    """Position of this chunk, from 0: the caller yields chunks in this order, once each."""
+    chunk: Any = None
+    """The chunk, any JSON value."""
+
+
 class TaskMessage(BaseMessage):
     """A call of a tool (published on ``{call_base}/{tool_id}``)."""
 
@@ -250,6 +292,10 @@ class TaskMessage(BaseMessage):
     """Argentic's dry-run flag, passed through unchanged."""
     approval_token: str | None = None
     """Argentic's approval token, passed through unchanged."""
+    report_progress: bool | None = None
+    """The caller wants TOOL_PROGRESS reports for this task (extension)."""
+    stream: bool | None = None
+    """The caller consumes TOOL_PARTIAL chunks as they come (extension)."""
 
 
 class TaskResultMessage(TaskMessage):
@@ -263,6 +309,10 @@ class TaskResultMessage(TaskMessage):
     """Unused for successful results."""
     duration_ms: float | None = None
     """Time from sending the task to receiving this result, in milliseconds."""
+    chunks: int | None = None
+    """How many TOOL_PARTIAL chunks the tool sent before this result (extension)."""
+    result_in_chunks: bool | None = None
+    """The result is the list of the chunks already sent, not repeated here (extension)."""
 
     @field_validator("status", mode="before")
     @classmethod
@@ -338,6 +388,12 @@ class ToolCallRequest(_Wire):
     """Seconds to wait for this call; the manager's default when None."""
     context: CallContext | None = None
     """Execution context for this call."""
+    on_progress: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """Called as ``on_progress(progress, total, message)`` for this call's reports."""
+    idle_timeout: float | None = None
+    """Seconds without progress after which this call times out (see ``execute_tool``)."""
+    max_duration: float | None = None
+    """Absolute limit for this call with ``idle_timeout``."""
 
 
 def _discriminate(value: Any) -> str | None:
@@ -366,6 +422,8 @@ AnyMessage = Annotated[
         Annotated[ClientOfflineMessage, Tag("CLIENT_OFFLINE")],
         Annotated[ManagerOnlineMessage, Tag("MANAGER_ONLINE")],
         Annotated[ToolCancelMessage, Tag("TOOL_CANCEL")],
+        Annotated[ToolProgressMessage, Tag("TOOL_PROGRESS")],
+        Annotated[ToolPartialMessage, Tag("TOOL_PARTIAL")],
         Annotated[TaskMessage, Tag("TASK")],
         Annotated[TaskResultMessage, Tag("TASK_RESULT")],
         Annotated[TaskErrorMessage, Tag("TASK_ERROR")],

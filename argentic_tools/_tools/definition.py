@@ -4,6 +4,7 @@ Both produce the same thing, a :class:`BaseTool` that a :class:`~argentic_tools.
 (or ``BaseTool.register`` with your own :class:`~argentic_tools.Messager`) serves over MQTT.
 """
 
+import asyncio
 import contextvars
 import dataclasses
 import inspect
@@ -26,6 +27,7 @@ from .._protocol.topics import (
     tool_name_problem,
 )
 from .context import ToolContext, current_context
+from .control import CallControl, collect_chunks, collect_chunks_sync
 from .endpoint import ToolEndpoint
 from .schema import model_schema, output_schema, signature_model
 
@@ -210,10 +212,12 @@ class FunctionTool(BaseTool):
         self.func = func
         self.context_param = context_param
         self.is_async = inspect.iscoroutinefunction(func)
+        self.is_async_generator = inspect.isasyncgenfunction(func)
+        self.is_generator = inspect.isgeneratorfunction(func)
 
     async def warm_up(self) -> None:
         """Start the worker thread now, so the first call does not pay for it (~30 ms)."""
-        if not self.is_async:
+        if not (self.is_async or self.is_async_generator):
             await anyio.to_thread.run_sync(lambda: None)
 
     def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -222,15 +226,41 @@ class FunctionTool(BaseTool):
         return {name: getattr(validated, name) for name in type(validated).model_fields}
 
     async def _execute(self, **kwargs: Any) -> Any:
+        call = self.context
         if self.context_param is not None:
-            kwargs[self.context_param] = self.context
+            kwargs[self.context_param] = call
+        control = call._control if call is not None else None
         if self.is_async:
             return await self.func(**kwargs)
+        if self.is_async_generator:
+            return await collect_chunks(self.func(**kwargs), control)
         # Sync tools run in a worker thread so a blocking one never stalls the connection.
         context = contextvars.copy_context()
-        return await anyio.to_thread.run_sync(
-            lambda: context.run(self.func, **kwargs), abandon_on_cancel=True
-        )
+        if control is None:
+            return await anyio.to_thread.run_sync(
+                lambda: context.run(self._run_sync, None, kwargs), abandon_on_cancel=True
+            )
+
+        def run() -> Any:
+            if not control.thread_starts():
+                return None  # cancelled while it waited for a thread
+            try:
+                return context.run(self._run_sync, control, kwargs)
+            finally:
+                control.thread_returned()
+
+        try:
+            return await anyio.to_thread.run_sync(run, abandon_on_cancel=True)
+        except asyncio.CancelledError:
+            # The thread cannot be stopped: it sees context.cancelled, and the call keeps
+            # its concurrency slot until the thread returns. Its result is dropped.
+            await control.wait_for_thread()
+            raise
+
+    def _run_sync(self, control: CallControl | None, kwargs: dict[str, Any]) -> Any:
+        if self.is_generator:
+            return collect_chunks_sync(self.func(**kwargs), control)
+        return self.func(**kwargs)
 
 
 TOOL_ATTRIBUTE = "__argentic_tool__"
@@ -279,7 +309,9 @@ def tool(
     and its argument schema comes from the type hints (``Annotated[int,
     Field(description=...)]``, defaults, ``Literal``, enums, pydantic models).
     A parameter annotated :class:`ToolContext` receives the call's context.
-    Sync functions run in a worker thread.
+    Sync functions run in a worker thread. A generator function (``async def``
+    with ``yield``, or ``def`` with ``yield``) streams: each yielded chunk reaches a
+    caller using ``stream_tool`` as it comes, and the result is the list of chunks.
 
     Raises:
         ToolDefinitionError: At decoration time, when the signature cannot

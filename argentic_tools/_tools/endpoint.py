@@ -7,6 +7,7 @@ serialised or is too large). A task id seen before is never executed twice.
 
 import asyncio
 import contextlib
+import inspect
 import json
 import logging
 import time
@@ -40,6 +41,7 @@ from .._protocol.topics import Topics
 from .._protocol.validation import describe_problems, pydantic_problems
 from .._transport import IncomingMessage, Messager
 from .context import ToolContext, set_current_context
+from .control import CallControl, collect_chunks
 from .status import StatusRouter
 from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
 
@@ -76,6 +78,7 @@ class ToolEndpoint:
         self._refused: str | None = None
         self._limiter = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._controls: dict[str, CallControl] = {}
         self._recent = TaskRecord()
         self._drops = DropLog(logger)
         self._stopped = False
@@ -140,6 +143,8 @@ class ToolEndpoint:
                     )
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks.values()), timeout=grace_period)
+            for control in list(self._controls.values()):
+                control.cancel("the tool is shutting down")
             for task in pending:
                 task.cancel()
             if pending:
@@ -235,15 +240,7 @@ class ToolEndpoint:
             self._drops.drop(message.topic, str(exc))
             return
         if isinstance(task, ToolCancelMessage):
-            running = self._tasks.get(record_key(task.source, task.task_id))
-            if running is not None and task.tool_id in (None, self.tool_id):
-                logger.info(
-                    "tool %r: cancelling task %s (%s)",
-                    self.tool.name,
-                    task.task_id,
-                    task.reason or "cancelled by the caller",
-                )
-                running.cancel()
+            self._cancel(task)
             return
         if type(task) is not TaskMessage:
             self._drops.drop(message.topic, f"expected a TASK message, got {task.type}")
@@ -270,18 +267,48 @@ class ToolEndpoint:
                 self._start(key, self._publish_reply(seen, task, deadline), "resend")
             return
         self._recent.remember(key, RUNNING, keep_until(deadline, task.deadline))
-        self._start(key, self._serve(task, key, deadline), "serve")
+        control = CallControl(
+            self._publish_update,
+            task=task,
+            tool_id=self.tool_id,
+            source=self.messager.client_id,
+            max_payload_bytes=self.messager.max_payload_bytes,
+        )
+        self._controls[key] = control
+        control.runner = self._start(key, self._serve(task, key, deadline, control), "serve")
+        control.runner.add_done_callback(lambda _: self._controls.pop(key, None))
 
-    def _start(self, key: str, work: Coroutine[Any, Any, None], kind: str) -> None:
+    def _cancel(self, cancel: ToolCancelMessage) -> None:
+        """A caller cancelled its task: answer ``cancelled`` now, and stop the work."""
+        key = record_key(cancel.source, cancel.task_id)
+        control = self._controls.get(key)
+        if control is None or control.finished or cancel.tool_id not in (None, self.tool_id):
+            return  # finished, never seen, or another caller's task id: nothing to stop
+        reason = cancel.reason or "cancelled by the caller"
+        logger.info("tool %r: cancelling task %s (%s)", self.tool.name, cancel.task_id, reason)
+        # The outcome is decided here: whatever the tool does from now on is dropped.
+        control.close()
+        reply = self._error(control.task, f"cancelled: {reason}", "cancelled")
+        self._recent.finished(key, reply)
+        self._start(key + "\x00cancelled", self._publish_reply(reply, control.task, None), "reply")
+        control.cancel(reason)
+
+    def _start(self, key: str, work: Coroutine[Any, Any, None], kind: str) -> asyncio.Task[None]:
         runner = asyncio.create_task(work, name=f"tool:{self.tool.name}:{kind}:{key}")
         self._tasks[key] = runner
         runner.add_done_callback(lambda _: self._tasks.pop(key, None))
+        return runner
 
-    async def _serve(self, task: TaskMessage, key: str, deadline: float | None) -> None:
+    async def _publish_update(self, data: bytes) -> None:
+        await self.messager.publish(self.topics.response(self.tool_id), data)
+
+    async def _serve(
+        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
+    ) -> None:
         reply: bytes
         try:
             if self._limiter is None:
-                reply = await self._run(task, deadline)
+                reply = await self._run(task, deadline, control)
             else:
                 async with self._limiter:
                     if deadline is not None and time.monotonic() > deadline:
@@ -295,18 +322,27 @@ class ToolEndpoint:
                             "timeout",
                         )
                     else:
-                        reply = await self._run(task, deadline)
+                        reply = await self._run(task, deadline, control)
         except asyncio.CancelledError:
-            reply = self._error(task, "cancelled before it finished", "cancelled")
+            if control.finished:
+                raise  # cancelled by its caller, and already answered
+            control.close()
+            reason = control.reason or "the tool process is shutting down"
+            reply = self._error(task, f"cancelled before it finished: {reason}", "cancelled")
             self._recent.finished(key, reply)
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(1):
                     await self._publish_reply(reply, task, deadline)
             raise
+        if control.finished:
+            return  # cancelled while it finished: the caller already has "cancelled"
+        control.close()
         self._recent.finished(key, reply)
+        # Chunks and reports queued before the result go first.
+        await control.drain(_patience(deadline))
         await self._publish_reply(reply, task, deadline)
 
-    async def _run(self, task: TaskMessage, deadline: float | None) -> bytes:
+    async def _run(self, task: TaskMessage, deadline: float | None, control: CallControl) -> bytes:
         tool = self.tool
         context = task.context
         token = set_current_context(
@@ -320,7 +356,7 @@ class ToolEndpoint:
                 user_id=context.user_id if context else None,
                 deadline=None if deadline is None else time.time() + deadline - time.monotonic(),
                 source=task.source,
-            )
+            ).bound_to(control)
         )
         started = time.perf_counter()
         try:
@@ -334,7 +370,11 @@ class ToolEndpoint:
                 details=problems,
             )
         try:
-            output = await tool._execute(**kwargs)
+            running = tool._execute(**kwargs)
+            if inspect.isasyncgen(running):
+                output = await collect_chunks(running, control)  # a BaseTool that yields
+            else:
+                output = await running
         except ToolError as exc:
             return self._error(task, exc.message, "execution_error", details=exc.details)
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply
@@ -363,6 +403,10 @@ class ToolEndpoint:
             result=output,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
+        if control.chunks:
+            result.chunks = control.chunks
+            if control.result_in_chunks:
+                result.result_in_chunks = True
         try:
             data = encode(result)
         except PydanticSerializationError as exc:
@@ -424,7 +468,7 @@ class ToolEndpoint:
 
     async def _publish_reply(self, reply: bytes, task: TaskMessage, deadline: float | None) -> None:
         # Wait for a lost connection to come back, but not past the caller's patience.
-        patience = 30.0 if deadline is None else max(deadline - time.monotonic(), 0) + 5
+        patience = _patience(deadline)
         try:
             async with asyncio.timeout(patience):
                 await self.messager.publish(self.topics.response(self.tool_id), reply)
@@ -465,6 +509,11 @@ def registration_topic(topics: Topics, messager: Messager, owner: str | None = N
         with contextlib.suppress(ValueError):
             return topics.owned_register(owner, messager.client_id)
     return topics.register
+
+
+def _patience(deadline: float | None) -> float:
+    """How long a reply may wait for the connection: the caller's time left, plus a margin."""
+    return 30.0 if deadline is None else max(deadline - time.monotonic(), 0) + 5
 
 
 def _jsonable(value: Any) -> Any:

@@ -119,6 +119,10 @@ def output_schema(func: Callable[..., Any], tool_name: str) -> dict[str, Any] | 
     if "return" not in hints:
         return None
     hint = hints["return"]
+    if inspect.isasyncgenfunction(func) or inspect.isgeneratorfunction(func):
+        # A generator tool's result is the list of what it yields.
+        item = typing.get_args(hint)[0] if typing.get_args(hint) else Any
+        hint = list[item]  # type: ignore[valid-type]
     if hint is None or hint is type(None) or hint is Any:
         return None
     try:

@@ -1,0 +1,212 @@
+"""Long calls on the caller side: progress reports, idle timeouts and streamed chunks.
+
+A call made with ``on_progress``, ``idle_timeout``, ``max_duration`` or through
+``stream_tool`` carries a :class:`CallWatch`. The reader hands it each
+TOOL_PROGRESS and TOOL_PARTIAL message as it arrives (:meth:`CallWatch.arrived`):
+a report resets the idle deadline at once, and the events queue up in order for
+the waiting call, which runs the caller's callbacks in its own task before it
+returns the result. Chunks are put back in ``seq`` order and each is delivered
+once, whatever the broker redelivers.
+"""
+
+import asyncio
+import inspect
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .._protocol.messages import ToolPartialMessage, ToolProgressMessage, ToolResult
+
+logger = logging.getLogger("argentic_tools.manager")
+
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+"""``on_progress(progress, total, message)``: a plain function or a coroutine function."""
+
+BatchProgressCallback = Callable[
+    [str | None, float, float | None, str | None], Awaitable[None] | None
+]
+"""``on_progress(call_id, progress, total, message)`` for the calls of a batch."""
+
+ChunkSink = Callable[[Any], None]
+"""Receives each streamed chunk, in order, once."""
+
+
+def long_call(
+    on_progress: ProgressCallback | None,
+    on_chunk: ChunkSink | None,
+    timeout: float | None,
+    idle_timeout: float | None,
+    max_duration: float | None,
+    wait: float | None,
+) -> "tuple[CallWatch, float | None]":
+    """The watch of a long call, and the time the caller waits in all (None: no cap).
+
+    With ``idle_timeout``, the cap is ``max_duration``, else an explicit
+    ``timeout``, else none; without it, ``max_duration`` or the usual ``wait``.
+
+    Raises:
+        ValueError: ``idle_timeout`` or ``max_duration`` is not a positive number.
+
+    """
+    for name, value in (("idle_timeout", idle_timeout), ("max_duration", max_duration)):
+        if value is not None and not value > 0:
+            raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    if idle_timeout is None:
+        cap: float | None = max_duration if max_duration is not None else wait
+    else:
+        cap = max_duration if max_duration is not None else timeout
+    loop = asyncio.get_running_loop()
+    cap_at = None if cap is None else loop.time() + max(cap, 0.0)
+    return CallWatch(on_progress, on_chunk, idle_timeout, cap_at), cap
+
+
+def for_call(
+    on_progress: BatchProgressCallback | None, call_id: str | None
+) -> ProgressCallback | None:
+    """A batch's progress callback, bound to one call's id."""
+    if on_progress is None:
+        return None
+    return lambda progress, total, message: on_progress(call_id, progress, total, message)
+
+
+class CallWatch:
+    """The long-call state of one pending call.
+
+    Args:
+        on_progress: Called with each progress report, in order.
+        on_chunk: Receives each streamed chunk, in order.
+        idle: Seconds without a report after which the call times out.
+        cap_at: Event-loop time after which the call times out whatever it reports.
+
+    """
+
+    __slots__ = (
+        "_events",
+        "_held",
+        "_progress_seq",
+        "_wakeup",
+        "cap_at",
+        "collected",
+        "delivered",
+        "idle",
+        "on_chunk",
+        "on_progress",
+        "reports",
+        "timer",
+    )
+
+    def __init__(
+        self,
+        on_progress: ProgressCallback | None,
+        on_chunk: ChunkSink | None,
+        idle: float | None,
+        cap_at: float | None,
+    ) -> None:
+        self.on_progress = on_progress
+        self.on_chunk = on_chunk
+        self.idle = idle
+        self.cap_at = cap_at
+        self.timer: asyncio.Timeout | None = None
+        """The call's deadline while it waits; progress reschedules it."""
+        self.reports = 0
+        """Progress reports received."""
+        self.delivered = 0
+        """Chunks delivered in order (the next expected chunk's ``seq``)."""
+        self.collected: list[Any] = []
+        """The chunks delivered, in order: the result of a generator tool that streamed."""
+        self._progress_seq = 0
+        self._held: dict[int, Any] = {}
+        self._events: deque[ToolProgressMessage | tuple[Any]] = deque()
+        self._wakeup: asyncio.Future[None] | None = None
+
+    @property
+    def wants_progress(self) -> bool:
+        """Whether the tool should send progress reports for this call."""
+        return self.on_progress is not None or self.idle is not None
+
+    @property
+    def streams(self) -> bool:
+        """Whether the tool should send chunks as they come."""
+        return self.on_chunk is not None
+
+    def first_deadline(self, loop: asyncio.AbstractEventLoop) -> float | None:
+        """Event-loop time at which the call times out unless a report comes first."""
+        return self._next_deadline(loop.time())
+
+    def _next_deadline(self, now: float) -> float | None:
+        if self.idle is None:
+            return self.cap_at
+        idle_at = now + self.idle
+        return idle_at if self.cap_at is None else min(idle_at, self.cap_at)
+
+    def capped(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """True when the absolute cap (``max_duration``) is what ran out."""
+        return self.cap_at is not None and loop.time() >= self.cap_at - 0.001
+
+    def arrived(self, message: ToolProgressMessage | ToolPartialMessage) -> None:
+        """A report or chunk for this call came in (called by the reader)."""
+        if isinstance(message, ToolProgressMessage):
+            if message.seq <= self._progress_seq:
+                return  # older than one already seen
+            self._progress_seq = message.seq
+            self.reports += 1
+            self._events.append(message)
+        else:
+            seq = message.seq
+            if seq < self.delivered or seq in self._held or self.on_chunk is None:
+                return  # delivered already, or a redelivery
+            self._held[seq] = message.chunk
+            while self.delivered in self._held:
+                chunk = self._held.pop(self.delivered)
+                self.collected.append(chunk)
+                self._events.append((chunk,))
+                self.delivered += 1
+        if self.timer is not None and self.idle is not None and not self.timer.expired():
+            loop = asyncio.get_running_loop()
+            deadline = self._next_deadline(loop.time())
+            self.timer.reschedule(deadline)
+        self.wake()
+
+    def wake(self) -> None:
+        """Let the waiting call look at its events (or its result)."""
+        waiter = self._wakeup
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def result(self, future: "asyncio.Future[ToolResult]") -> ToolResult:
+        """Run the callbacks for each event as it comes; return the result once it is in.
+
+        Events that arrived before the result are all handled before it is returned.
+        """
+        loop = asyncio.get_running_loop()
+        future.add_done_callback(lambda _: self.wake())
+        while True:
+            while self._events:
+                await self._deliver(self._events.popleft())
+            if future.done():
+                return future.result()
+            self._wakeup = loop.create_future()
+            try:
+                await self._wakeup
+            finally:
+                self._wakeup = None
+
+    async def _deliver(self, event: ToolProgressMessage | tuple[Any]) -> None:
+        if isinstance(event, tuple):
+            if self.on_chunk is not None:
+                self.on_chunk(event[0])
+            return
+        if self.on_progress is None:
+            return
+        try:
+            outcome = self.on_progress(event.progress, event.total, event.message)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            logger.exception("the on_progress callback raised; the call goes on")
+
+    @property
+    def missing(self) -> list[int]:
+        """Chunks that arrived after a gap, whose predecessors never came."""
+        return sorted(self._held)

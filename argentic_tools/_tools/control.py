@@ -1,0 +1,371 @@
+"""A running call's controls: cancellation, progress reports and streamed chunks.
+
+The endpoint makes one :class:`CallControl` per task it serves; the tool reaches
+it through its :class:`~argentic_tools.ToolContext` (``context.cancelled``,
+``context.report_progress``, ``context.send_partial``), from the event loop or
+from the worker thread a sync tool runs in.
+
+Progress is rate-limited here, on the tool side: a tool may report in a tight
+loop, and at most one report per :data:`PROGRESS_INTERVAL` goes on the wire,
+always the latest. Chunks are never dropped or merged: they leave in order
+through one outbox per call, and the result follows the last of them.
+"""
+
+import asyncio
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from typing import Any
+
+from .._errors import BrokerError, PayloadTooLargeError
+from .._protocol.messages import TaskMessage, ToolPartialMessage, ToolProgressMessage, encode
+
+logger = logging.getLogger("argentic_tools.tool")
+
+PROGRESS_INTERVAL = 0.1
+"""Seconds between two progress reports of one call on the wire; reports made in
+between are merged into the next one (the latest wins)."""
+
+OUTBOX_LIMIT = 256
+"""Messages (chunks, progress) of one call waiting to be published before
+``send_partial`` makes its caller wait: a tool cannot outrun the broker unboundedly."""
+
+MESSAGE_TEXT_LIMIT = 1000
+"""Characters of a progress message kept."""
+
+PUBLISH_SECONDS = 30.0
+"""How long one chunk or report may wait for the broker before it is dropped."""
+
+
+class Reported:
+    """What ``report_progress`` and ``send_partial`` return: await it, or don't.
+
+    A sync tool ignores it; an async tool may ``await`` it, which waits only when
+    the call's outbox is full (so a fast producer slows down to the broker's pace).
+    """
+
+    __slots__ = ("_waiter",)
+
+    def __init__(self, waiter: "asyncio.Future[None] | None" = None) -> None:
+        self._waiter = waiter
+
+    def __await__(self) -> Generator[Any, None, None]:
+        if self._waiter is not None:
+            yield from self._waiter.__await__()
+
+
+REPORTED = Reported()
+"""A :class:`Reported` with nothing to wait for."""
+
+
+class CallControl:
+    """Cancellation, progress and chunks of one task being served.
+
+    Args:
+        publish: Publishes one encoded message on the tool's response topic.
+        task: The task served; its ``report_progress`` and ``stream`` say what the
+            caller wants sent.
+        tool_id: The serving tool's id.
+        source: The tool process's client id, the ``source`` of what it sends.
+        max_payload_bytes: Largest message the connection may send.
+
+    """
+
+    def __init__(
+        self,
+        publish: Callable[[bytes], Awaitable[None]],
+        *,
+        task: TaskMessage,
+        tool_id: str,
+        source: str,
+        max_payload_bytes: int,
+    ) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self._publish = publish
+        self.task = task
+        self.task_id = task.task_id
+        self.tool_id = tool_id
+        self.source = source
+        self.progress_enabled = bool(task.report_progress)
+        self.stream_enabled = bool(task.stream)
+        self.max_payload_bytes = max_payload_bytes
+        self.cancelled = False
+        """True once the call is cancelled; a sync tool polls it through ``context.cancelled``
+        (a plain attribute: one thread writes it, and reading it costs nothing)."""
+        self.reason: str | None = None
+        self.finished = False
+        """The call's outcome is decided: nothing the tool does from now on is sent."""
+        self.runner: asyncio.Task[None] | None = None
+        """The task serving the call."""
+        self.chunks = 0
+        """Chunks sent so far."""
+        self.result_in_chunks = False
+        """The result is the list of the chunks, which the caller has already been sent."""
+        self._lock = threading.Lock()
+        self._latest: tuple[float, float | None, str | None] | None = None
+        self._next_report = 0.0
+        self._report_due = False
+        self._report_seq = 0
+        self._outbox: deque[bytes] = deque()
+        self._room: list[asyncio.Future[None]] = []
+        self._sender: asyncio.Task[None] | None = None
+        self._thread_running = False
+        self._thread_waiter: asyncio.Future[None] | None = None
+
+    # -- cancellation -----------------------------------------------------------
+
+    def cancel(self, reason: str) -> None:
+        """Cancel the call: the flag for sync tools, and the serving task for async ones."""
+        self.reason = reason
+        self.cancelled = True
+        if self.runner is not None:
+            self.runner.cancel()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`asyncio.CancelledError` when the call was cancelled."""
+        if self.cancelled:
+            raise asyncio.CancelledError(self.reason or "the call was cancelled")
+
+    # -- progress ----------------------------------------------------------------
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> Reported:
+        """Note how far the call has got; sent now, or merged into the next report.
+
+        Raises:
+            ValueError: ``progress`` or ``total`` is not a finite number.
+
+        """
+        if not _finite(progress) or (total is not None and not _finite(total)):
+            raise ValueError(
+                f"progress and total must be finite numbers, got {progress!r} and {total!r}"
+            )
+        if not self.progress_enabled or self.finished:
+            return REPORTED
+        if message is not None:
+            message = str(message)[:MESSAGE_TEXT_LIMIT]
+        with self._lock:
+            self._latest = (float(progress), None if total is None else float(total), message)
+            if self._report_due:
+                return REPORTED  # the report already scheduled takes this value
+            self._report_due = True
+            delay = max(self._next_report - time.monotonic(), 0.0)
+        self._in_loop(self._send_report, delay)
+        return REPORTED
+
+    def _send_report(self) -> None:
+        with self._lock:
+            latest, self._latest = self._latest, None
+            self._report_due = False
+            self._next_report = time.monotonic() + PROGRESS_INTERVAL
+        if latest is None or self.finished:
+            return
+        progress, total, message = latest
+        self._report_seq += 1
+        self._enqueue(
+            encode(
+                ToolProgressMessage(
+                    source=self.source,
+                    task_id=self.task_id,
+                    tool_id=self.tool_id,
+                    seq=self._report_seq,
+                    progress=progress,
+                    total=total,
+                    message=message,
+                )
+            )
+        )
+
+    # -- chunks ----------------------------------------------------------------------
+
+    def send_partial(self, chunk: Any) -> Reported:
+        """Send one chunk of the result to a streaming caller (nothing when it does not stream).
+
+        From a worker thread this blocks while the outbox is full; from the event
+        loop, awaiting the returned :class:`Reported` waits for room.
+
+        Raises:
+            ValueError: The chunk is not JSON-serialisable or larger than a message may be.
+
+        """
+        if not self.stream_enabled or self.finished:
+            return REPORTED
+        with self._lock:
+            seq = self.chunks
+            self.chunks += 1
+        message = ToolPartialMessage(
+            source=self.source, task_id=self.task_id, tool_id=self.tool_id, seq=seq, chunk=chunk
+        )
+        try:
+            data = encode(message)
+        except Exception as exc:  # noqa: BLE001 - pydantic's serialisation errors vary
+            raise ValueError(f"chunk {seq} is not JSON-serialisable: {exc}") from None
+        if len(data) > self.max_payload_bytes:
+            raise ValueError(
+                f"chunk {seq} is {len(data)} bytes, more than the limit of "
+                f"{self.max_payload_bytes} bytes"
+            )
+        if threading.get_ident() == self._loop_thread:
+            self._enqueue(data)
+            if len(self._outbox) < OUTBOX_LIMIT:
+                return REPORTED
+            waiter = self._loop.create_future()
+            self._room.append(waiter)
+            return Reported(waiter)
+        room = asyncio.run_coroutine_threadsafe(self._enqueue_and_wait(data), self._loop)
+        with contextlib.suppress(Exception):
+            room.result(timeout=PUBLISH_SECONDS)
+        return REPORTED
+
+    async def _enqueue_and_wait(self, data: bytes) -> None:
+        self._enqueue(data)
+        if len(self._outbox) >= OUTBOX_LIMIT:
+            waiter = self._loop.create_future()
+            self._room.append(waiter)
+            await waiter
+
+    # -- the outbox --------------------------------------------------------------------
+
+    def _enqueue(self, data: bytes) -> None:
+        self._outbox.append(data)
+        if self._sender is None:
+            self._sender = self._loop.create_task(
+                self._send_all(), name=f"tool:{self.tool_id}:outbox:{self.task_id}"
+            )
+
+    async def _send_all(self) -> None:
+        try:
+            while self._outbox:
+                data = self._outbox.popleft()
+                try:
+                    async with asyncio.timeout(PUBLISH_SECONDS):
+                        await self._publish(data)
+                except (TimeoutError, BrokerError, PayloadTooLargeError) as exc:
+                    logger.warning(
+                        "tool %s: a progress report or chunk of task %s was not sent: %s",
+                        self.tool_id,
+                        self.task_id,
+                        exc or "no connection to the broker",
+                    )
+                if len(self._outbox) < OUTBOX_LIMIT:
+                    self._wake_producers()
+        finally:
+            self._sender = None
+            self._wake_producers()
+
+    def _wake_producers(self) -> None:
+        room, self._room = self._room, []
+        for waiter in room:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait (up to ``timeout`` seconds) until every chunk and report so far is published.
+
+        The result is published after this, so a caller never sees the result
+        before the last chunk.
+        """
+        sender = self._sender
+        if sender is not None:
+            await asyncio.wait({sender}, timeout=timeout)
+
+    def close(self) -> None:
+        """The call is over: later reports and chunks are dropped; queued ones still go."""
+        self.finished = True
+        self._wake_producers()
+
+    # -- sync tools' threads ---------------------------------------------------------------
+
+    def thread_starts(self) -> bool:
+        """Called by the worker thread before it runs the tool; False: cancelled, don't."""
+        with self._lock:
+            if self.cancelled:
+                return False
+            self._thread_running = True
+            return True
+
+    def thread_returned(self) -> None:
+        """Called by the worker thread when the tool function returns or raises."""
+        with self._lock:
+            self._thread_running = False
+            waiter = self._thread_waiter
+        if waiter is not None:
+            self._loop.call_soon_threadsafe(_set_done, waiter)
+
+    async def wait_for_thread(self) -> None:
+        """Wait until a cancelled sync tool's thread has really returned.
+
+        Further cancellations are absorbed: the call keeps its concurrency slot
+        until then, so a ``max_concurrency=1`` tool never runs twice at once.
+        """
+        with self._lock:
+            self.cancelled = True  # a thread that has not started yet never will
+            if not self._thread_running:
+                return
+            waiter = self._thread_waiter = self._loop.create_future()
+        while not waiter.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(waiter)
+
+    def _in_loop(self, function: Callable[[], None], delay: float) -> None:
+        if threading.get_ident() == self._loop_thread:
+            if delay <= 0:
+                function()
+            else:
+                self._loop.call_later(delay, function)
+        elif delay <= 0:
+            self._loop.call_soon_threadsafe(function)
+        else:
+            self._loop.call_soon_threadsafe(self._loop.call_later, delay, function)
+
+
+async def collect_chunks(chunks: AsyncIterator[Any], control: CallControl | None) -> Any:
+    """Run an async generator tool: send each chunk to a streaming caller, return the list.
+
+    When the caller streams, the chunks already went out one by one, so the
+    result does not repeat them (the caller assembles the list itself).
+    """
+    collected: list[Any] = []
+    streaming = control is not None and control.stream_enabled
+    async for chunk in chunks:
+        if streaming:
+            assert control is not None
+            await control.send_partial(chunk)
+        else:
+            collected.append(chunk)
+    return _collected(collected, control)
+
+
+def collect_chunks_sync(chunks: Iterator[Any], control: CallControl | None) -> Any:
+    """:func:`collect_chunks` for a sync generator tool (runs in its worker thread)."""
+    collected: list[Any] = []
+    streaming = control is not None and control.stream_enabled
+    for chunk in chunks:
+        if streaming:
+            assert control is not None
+            control.send_partial(chunk)
+        else:
+            collected.append(chunk)
+    return _collected(collected, control)
+
+
+def _collected(collected: list[Any], control: CallControl | None) -> list[Any] | None:
+    if control is not None and control.stream_enabled:
+        control.result_in_chunks = True  # the caller has them all already
+        return None
+    return collected
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _set_done(waiter: "asyncio.Future[None]") -> None:
+    if not waiter.done():
+        waiter.set_result(None)

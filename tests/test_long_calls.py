@@ -1,0 +1,293 @@
+"""Long calls against a real tool process: progress, idle timeouts, cancellation that
+stops a sync tool's thread, streamed chunks, and the tool-side rate limit."""
+
+import asyncio
+import contextlib
+import json
+import os
+import pathlib
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import aiomqtt
+import anyio
+import anyio.lowlevel
+import pytest
+
+from argentic_tools import (
+    TaskResultMessage,
+    TaskStatus,
+    ToolCallRequest,
+    ToolManager,
+    Topics,
+)
+
+from .brokers import Mosquitto
+from .conftest import ToolProcess, manager_for, messager_for
+
+pytestmark = pytest.mark.anyio
+
+LONG_TOOLS = ("steps", "sync_steps", "chunks", "flood", "silent")
+
+
+@pytest.fixture(scope="module")
+def long_prefix() -> str:
+    return f"l{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def long_process(mosquitto: Mosquitto, long_prefix: str) -> Iterator[ToolProcess]:
+    """One process serving ``tests.long_proc`` for the whole module."""
+    with ToolProcess("tests.long_proc", mosquitto.url, long_prefix) as process:
+        yield process
+
+
+@pytest.fixture
+async def long_manager(
+    mosquitto: Mosquitto, long_prefix: str, long_process: ToolProcess
+) -> AsyncIterator[ToolManager]:
+    topics = Topics.with_prefix(long_prefix)
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, default_timeout=10) as manager,
+    ):
+        for name in LONG_TOOLS:
+            await manager.wait_for_tool(name, timeout=15)
+        yield manager
+
+
+def files_in(directory: pathlib.Path) -> list[str]:
+    """Names of the files the tool process left in ``directory``."""
+    return sorted(os.listdir(directory))
+
+
+class Reports:
+    """Progress reports as a callback sees them."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[float, float | None, str | None]] = []
+        self.first = anyio.Event()
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.seen.append((progress, total, message))
+        self.first.set()
+
+
+class ResponseSpy:
+    """Counts the messages of each type on one tool's call and response topics."""
+
+    def __init__(self, client: aiomqtt.Client) -> None:
+        self.client = client
+        self.messages: list[dict[str, Any]] = []
+
+    async def until(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """Read until a message of ``kind`` (or a result with status ``kind``) with ``fields``."""
+
+        def matches(message: dict[str, Any]) -> bool:
+            found = message.get("type") == kind or message.get("status") == kind
+            return found and all(message.get(k) == v for k, v in fields.items())
+
+        with anyio.fail_after(15):
+            while not any(matches(m) for m in self.messages):
+                incoming = await anext(aiter(self.client.messages))
+                self.messages.append(json.loads(incoming.payload))
+        return next(m for m in self.messages if matches(m))
+
+    def count(self, kind: str, task_id: str) -> int:
+        return sum(1 for m in self.messages if m.get("type") == kind and m["task_id"] == task_id)
+
+
+@contextlib.asynccontextmanager
+async def spy_on(manager: ToolManager, port: int, name: str) -> AsyncIterator[ResponseSpy]:
+    """A :class:`ResponseSpy` on the tool ``name``'s topics."""
+    tool_id = manager.tools_by_name[name]["id"]
+    async with aiomqtt.Client("127.0.0.1", port) as client:
+        await client.subscribe(manager.topics.call(tool_id), qos=1)
+        await client.subscribe(manager.topics.response(tool_id), qos=1)
+        yield ResponseSpy(client)
+
+
+async def test_progress_resets_the_idle_timeout_and_the_cap_still_applies(
+    long_manager: ToolManager,
+) -> None:
+    reported = Reports()
+    capped = Reports()
+    # Concurrently: 15 reports 0.2 s apart (3 s) under a 1 s idle timeout; the same work
+    # under a 1 s cap; and a tool that never reports under a 0.5 s idle timeout.
+    long_work, cut_short, quiet = await asyncio.gather(
+        long_manager.execute_tool(
+            "steps", {"count": 15, "interval": 0.2}, on_progress=reported, idle_timeout=1
+        ),
+        long_manager.execute_tool(
+            "steps",
+            {"count": 15, "interval": 0.2},
+            on_progress=capped,
+            idle_timeout=1,
+            max_duration=1,
+        ),
+        long_manager.execute_tool("silent", {"seconds": 3}, idle_timeout=0.5),
+    )
+    assert long_work.ok, long_work
+    assert long_work.result == 15
+    assert reported.seen == [(float(i), 15.0, f"step {i} of 15") for i in range(1, 16)]
+    assert cut_short.status == TaskStatus.TIMEOUT
+    assert "max_duration of 1 s" in getattr(cut_short, "error", "")
+    assert 0 < len(capped.seen) < 15
+    assert quiet.status == TaskStatus.TIMEOUT
+    assert "sent no progress report" in getattr(quiet, "error", "")
+    assert long_manager.pending_calls == 0
+
+
+async def test_async_callbacks_and_batches_get_progress(long_manager: ToolManager) -> None:
+    seen: list[tuple[str | None, float]] = []
+
+    async def on_call_progress(
+        call_id: str | None, progress: float, total: float | None, message: str | None
+    ) -> None:
+        await anyio.lowlevel.checkpoint()
+        seen.append((call_id, progress))
+
+    results = await long_manager.execute_tools(
+        [
+            {"call_id": "a", "tool_name": "steps", "arguments": {"count": 2, "interval": 0.15}},
+            {"call_id": "b", "tool_name": "steps", "arguments": {"count": 3, "interval": 0.15}},
+        ],
+        on_progress=on_call_progress,
+    )
+    assert [r.ok for r in results] == [True, True]
+    assert [p for c, p in seen if c == "a"] == [1.0, 2.0]
+    assert [p for c, p in seen if c == "b"] == [1.0, 2.0, 3.0]
+
+    one = Reports()
+    batch, failed = await long_manager.get_tool_results(
+        [
+            ToolCallRequest(
+                tool_id="steps",
+                arguments={"count": 2, "interval": 0.15},
+                on_progress=one,
+                idle_timeout=5,
+            )
+        ]
+    )
+    assert not failed
+    assert batch[0].result == 2
+    assert [p for p, _, _ in one.seen] == [1.0, 2.0]
+
+
+async def test_a_progress_flood_is_rate_limited_at_the_tool(
+    long_manager: ToolManager, mosquitto: Mosquitto
+) -> None:
+    async with spy_on(long_manager, mosquitto.port, "flood") as spy:
+        reports = Reports()
+        result = await long_manager.execute_tool(
+            "flood", {"reports": 100_000}, on_progress=reports, timeout=30
+        )
+        assert result.ok and result.result == 100_000
+        task = await spy.until("TASK", call_id=None)
+        await spy.until("success", task_id=task["task_id"])
+        on_the_wire = spy.count("TOOL_PROGRESS", task["task_id"])
+        # 100,000 reports in a tight loop: a handful of messages, at most ten a second.
+        assert 1 <= on_the_wire < 100
+        assert len(reports.seen) <= on_the_wire
+        assert [p for p, _, _ in reports.seen] == sorted(p for p, _, _ in reports.seen)
+
+
+async def test_a_cancelled_sync_tool_stops_and_keeps_its_slot_until_its_thread_returns(
+    long_manager: ToolManager, mosquitto: Mosquitto, tmp_path: pathlib.Path
+) -> None:
+    async with spy_on(long_manager, mosquitto.port, "sync_steps") as spy:
+        started = Reports()
+        first = asyncio.ensure_future(
+            long_manager.execute_tool(
+                "sync_steps",
+                {"label": "a", "seconds": 30, "directory": str(tmp_path)},
+                on_progress=started,
+                call_id="a",
+            )
+        )
+        with anyio.fail_after(10):
+            await started.first.wait()
+        # Cancelled through wait_for's timeout while its thread is running; at once a
+        # second call comes, which must wait for the first thread's slow cleanup.
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        second = await long_manager.execute_tool(
+            "sync_steps", {"label": "b", "seconds": 0.2, "directory": str(tmp_path)}
+        )
+        assert second.ok, second
+        sent = await spy.until("TASK", call_id="a")
+        await spy.until("TOOL_CANCEL", task_id=sent["task_id"])
+        reply = await spy.until("cancelled", task_id=sent["task_id"])
+        assert reply["error_code"] == "cancelled"
+        assert files_in(tmp_path) == ["a.stopped", "b.done"]
+        # One reply per task, never a result after "cancelled".
+        replies = [m for m in spy.messages if m.get("task_id") == sent["task_id"] and "status" in m]
+        assert len(replies) == 1
+        assert long_manager.pending_calls == 0
+
+
+async def wait_for_files(directory: pathlib.Path, names: list[str]) -> None:
+    """Wait (bounded) until exactly ``names`` are in ``directory``."""
+    with anyio.fail_after(10):
+        while files_in(directory) != names:
+            await anyio.sleep(0.02)
+
+
+async def test_wait_for_and_manager_cancel_stop_an_async_tool_in_another_process(
+    long_manager: ToolManager, tmp_path: pathlib.Path
+) -> None:
+    started = Reports()
+    arguments = {"count": 50, "interval": 0.1, "directory": str(tmp_path)}
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(
+            long_manager.execute_tool("steps", {**arguments, "label": "w"}, on_progress=started),
+            timeout=0.5,
+        )
+    started = Reports()
+    call = asyncio.ensure_future(
+        long_manager.execute_tool(
+            "steps", {**arguments, "label": "m"}, task_id_override="job-m", on_progress=started
+        )
+    )
+    with anyio.fail_after(10):
+        await started.first.wait()
+    assert await long_manager.cancel("job-m", reason="no longer needed")
+    result = await call
+    assert result.status == TaskStatus.CANCELLED
+    # Each task was cancelled in the tool's process, long before it could finish.
+    await wait_for_files(tmp_path, ["m.stopped", "w.stopped"])
+    assert long_manager.pending_calls == 0
+
+
+async def test_chunks_stream_in_order_while_the_tool_runs(long_manager: ToolManager) -> None:
+    seen: list[Any] = []
+    result_when_first_came: list[Any] = []
+    async with long_manager.stream_tool("chunks", {"count": 6, "interval": 0.1}) as stream:
+        async for chunk in stream:
+            if not seen:
+                result_when_first_came.append(stream.result)
+            seen.append(chunk)
+    assert result_when_first_came == [None]
+    assert seen == [{"i": i} for i in range(6)]
+    assert stream.result is not None and stream.result.ok
+    assert stream.result.result == seen
+    # Not streamed: the collected chunks are the result.
+    whole = await long_manager.execute_tool("chunks", {"count": 3, "interval": 0})
+    assert isinstance(whole, TaskResultMessage)
+    assert whole.result == [{"i": 0}, {"i": 1}, {"i": 2}]
+
+
+async def test_leaving_a_stream_early_cancels_it_at_the_tool(
+    long_manager: ToolManager, mosquitto: Mosquitto
+) -> None:
+    async with spy_on(long_manager, mosquitto.port, "chunks") as spy:
+        async with long_manager.stream_tool("chunks", {"count": 100, "interval": 0.05}) as stream:
+            async for chunk in stream:
+                if chunk["i"] == 2:
+                    break
+        sent = await spy.until("TASK")
+        await spy.until("TOOL_CANCEL", task_id=sent["task_id"])
+        await spy.until("cancelled", task_id=sent["task_id"])
+        assert long_manager.pending_calls == 0
