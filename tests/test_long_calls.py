@@ -4,8 +4,10 @@ stops a sync tool's thread, streamed chunks, and the tool-side rate limit."""
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import pathlib
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -16,13 +18,17 @@ import anyio.lowlevel
 import pytest
 
 from argentic_tools import (
+    TaskErrorMessage,
     TaskResultMessage,
     TaskStatus,
     ToolCallRequest,
     ToolManager,
+    ToolService,
     Topics,
+    tool,
 )
 
+from . import long_proc
 from .brokers import Mosquitto
 from .conftest import ToolProcess, manager_for, messager_for
 
@@ -291,3 +297,74 @@ async def test_leaving_a_stream_early_cancels_it_at_the_tool(
         await spy.until("TOOL_CANCEL", task_id=sent["task_id"])
         await spy.until("cancelled", task_id=sent["task_id"])
         assert long_manager.pending_calls == 0
+
+
+async def test_a_broker_restart_mid_stream_never_duplicates_or_reorders_chunks(
+    private_mosquitto: Mosquitto, topics: Topics
+) -> None:
+    broker = private_mosquitto
+    async with (
+        ToolService(broker.url, [long_proc.chunks], topics=topics),
+        messager_for(broker.url, topics) as messager,
+        manager_for(messager, topics) as manager,
+    ):
+        await manager.wait_for_tool("chunks", timeout=10)
+        seen: list[Any] = []
+        with anyio.fail_after(30):
+            async with manager.stream_tool(
+                "chunks", {"count": 40, "interval": 0.05}, timeout=20
+            ) as stream:
+                async for chunk in stream:
+                    seen.append(chunk)
+                    if len(seen) == 5:
+                        broker.kill()
+                        await anyio.to_thread.run_sync(broker.start)
+        result = stream.result
+        assert result is not None
+        # In order, each chunk once; then either the whole result or a clear error.
+        assert seen == [{"i": i} for i in range(len(seen))]
+        if isinstance(result, TaskErrorMessage):
+            assert result.error_code in ("stream_interrupted", "tool_offline", "timeout"), result
+            assert result.error.startswith("Tool 'chunks'")
+        else:
+            assert len(seen) == 40
+            assert result.result == seen
+        assert manager.pending_calls == 0
+
+
+async def test_a_tool_blocking_its_event_loop_is_named_once_and_keeps_its_connection(
+    mosquitto: Mosquitto, topics: Topics, manager: ToolManager, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool
+    async def blocker(seconds: float) -> float:
+        """Block the event loop (the mistake this test is about)."""
+        time.sleep(seconds)  # noqa: ASYNC251 - on purpose
+        return seconds
+
+    # keepalive 1 s: the test's mosquitto dropped a client whose loop was blocked for
+    # 6 s every time (measured; 4 s was not always enough).
+    service = ToolService(
+        mosquitto.url, [blocker], topics=topics, blocked_loop_threshold=0.2, keepalive=1
+    )
+    async with service:
+        watchdog = service.watchdog
+        assert watchdog is not None
+        await manager.wait_for_tool("blocker", timeout=10)
+        connections = service.messager.connections
+        with caplog.at_level(logging.DEBUG, logger="argentic_tools.tool"):
+            for seconds in (6, 0.6):
+                assert (await manager.execute_tool("blocker", {"seconds": seconds})).ok
+            # The stall is reported when the loop runs again: wait for that, bounded.
+            with anyio.fail_after(5):
+                while len(watchdog.stalls) < 2:
+                    await anyio.sleep(0.05)
+            # Had the broker dropped the process, it would have reconnected by now.
+            assert (await manager.execute_tool("blocker", {"seconds": 0})).ok
+        assert service.messager.connections == connections
+        assert watchdog.pings >= 3
+    assert [tool for tool, _ in watchdog.stalls[:2]] == ["blocker", "blocker"]
+    assert all(seconds > 0.2 for _, seconds in watchdog.stalls[:2])
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    named = [w for w in warnings if "'blocker' blocked the event loop" in w]
+    assert len(named) == 1, warnings
+    assert "make it a plain 'def'" in named[0]

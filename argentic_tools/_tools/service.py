@@ -20,6 +20,7 @@ from .._protocol.topics import Topics
 from .._transport import Messager
 from .definition import BaseTool, as_tool
 from .endpoint import ToolEndpoint, registration_topic
+from .watchdog import DEFAULT_BLOCKED_LOOP_SECONDS, LoopWatchdog
 
 logger = logging.getLogger("argentic_tools.service")
 
@@ -43,6 +44,8 @@ class ToolService(AsyncResource):
         grace_period: Seconds in-flight calls get to finish on shutdown.
         tool_ids: Pinned ids by tool name (for broker ACLs).
         debug: Send tracebacks with tool failures.
+        blocked_loop_threshold: Seconds an ``async def`` tool may block the event loop
+            before a warning names it and the fix (None: don't watch).
         messager_options: Extra keyword arguments for the :class:`Messager`.
 
     """
@@ -58,6 +61,7 @@ class ToolService(AsyncResource):
         grace_period: float = 10.0,
         tool_ids: dict[str, str] | None = None,
         debug: bool = False,
+        blocked_loop_threshold: float | None = DEFAULT_BLOCKED_LOOP_SECONDS,
         **messager_options: Any,
     ) -> None:
         self.topics = topics or Topics.with_prefix(topic_prefix)
@@ -83,6 +87,17 @@ class ToolService(AsyncResource):
                 self.messager.will_topic = registration_topic(self.topics, self.messager)
             self._owns_messager = True
         self.endpoints: list[ToolEndpoint] = []
+        self.watchdog = (
+            LoopWatchdog(
+                self.tools,
+                blocked_loop_threshold,
+                ping=self.messager.ping_while_blocked,
+                ping_every=max(self.messager.keepalive / 3, 0.1),
+            )
+            if blocked_loop_threshold is not None
+            else None
+        )
+        """Notices a tool blocking the event loop (None when turned off)."""
         self._stop = asyncio.Event()
         self._started = False
 
@@ -99,6 +114,8 @@ class ToolService(AsyncResource):
         self._started = True
         if self._owns_messager:
             await self.messager.connect()
+        if self.watchdog is not None:
+            self.watchdog.start()
         try:
             for item in self.tools:
                 endpoint = ToolEndpoint(
@@ -126,6 +143,8 @@ class ToolService(AsyncResource):
         if not self._started:
             return
         self._started = False
+        if self.watchdog is not None:
+            self.watchdog.stop()
         await asyncio.gather(
             *(endpoint.stop(grace_period=self.grace_period) for endpoint in self.endpoints),
             return_exceptions=True,

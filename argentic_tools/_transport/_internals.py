@@ -10,7 +10,9 @@ four things here need them, each because the public API cannot do it:
 - ending a connect attempt that the peer cut before its CONNACK (aiomqtt would wait
   out the whole connect timeout);
 - adding paho's write watcher only while its socket is still open (EBADF after a
-  broker death).
+  broker death);
+- a PINGREQ written from another thread while a tool blocks the event loop, so the
+  broker does not declare a busy process dead.
 
 The versions these were written and tested against are pinned exactly in
 ``pyproject.toml``; :func:`check_internals` (run by the test suite) names every
@@ -18,7 +20,9 @@ attribute that an upgrade removed or changed.
 """
 
 import asyncio
+import collections
 import contextlib
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -50,7 +54,11 @@ def check_internals() -> list[str]:
         if not isinstance(value, asyncio.Future):
             problems.append(f"aiomqtt.Client.{name}: expected an asyncio.Future, got {value!r}")
     if isinstance(paho, mqtt.Client):
-        for name, kind in (("_registered_write", bool), ("_sock", type(None))):
+        for name, kind in (
+            ("_registered_write", bool),
+            ("_sock", type(None)),
+            ("_out_packet", collections.deque),
+        ):
             if not hasattr(paho, name):
                 problems.append(f"paho.mqtt.client.Client.{name}: missing")
             elif not isinstance(getattr(paho, name), kind):
@@ -129,6 +137,36 @@ def close_socket(client: aiomqtt.Client) -> None:
         sock = paho.socket()
         if sock is not None:
             sock.close()
+
+
+PINGREQ = b"\xc0\x00"
+"""An MQTT 3.1.1 PINGREQ packet."""
+
+
+def ping_from_another_thread(client: aiomqtt.Client) -> bool:
+    """Write a PINGREQ on the client's socket while its event loop is blocked.
+
+    Safe only in that state: the loop thread, which owns the socket, is stuck in
+    user code, and nothing of paho's is half-written (packets queued but not begun,
+    such as the PUBACK of the task that is blocking, may wait: the ping goes first).
+    Plain TCP only: a TLS connection's state must not be touched from two threads.
+    The broker's PINGRESP is read by paho once the loop runs again.
+
+    Returns:
+        True when the ping was written.
+
+    """
+    paho = client._client
+    sock = paho._sock
+    if sock is None or isinstance(sock, ssl.SSLSocket):
+        return False
+    queued = paho._out_packet
+    if queued and queued[0]["pos"] != 0:
+        return False
+    try:
+        return bool(sock.send(PINGREQ) == len(PINGREQ))
+    except OSError:
+        return False
 
 
 def socket_of(client: aiomqtt.Client) -> Any:

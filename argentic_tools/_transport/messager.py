@@ -186,6 +186,18 @@ class Messager(AsyncResource):
             return None
         return bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
 
+    def ping_while_blocked(self) -> bool:
+        """Send a keepalive ping from another thread while this event loop is blocked.
+
+        For a watchdog thread that knows the loop is stuck (see ``LoopWatchdog``):
+        the broker hears from the process and does not drop it. Returns False when
+        no ping could be sent safely (not connected, TLS, or a packet half-written).
+        """
+        client = self._client
+        if client is None or not self.is_connected():
+            return False
+        return _internals.ping_from_another_thread(client)
+
     async def wait_connected(self) -> None:
         """Return once the connection is up (at once when it is); bound it with a deadline."""
         await self._connected.wait()
