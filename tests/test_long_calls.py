@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import pathlib
+import signal
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -31,6 +32,7 @@ from argentic_tools import (
 from . import long_proc
 from .brokers import Mosquitto
 from .conftest import ToolProcess, manager_for, messager_for
+from .test_cli import cli_process, connection, lines, read_until, run_cli
 
 pytestmark = pytest.mark.anyio
 
@@ -368,3 +370,41 @@ async def test_a_tool_blocking_its_event_loop_is_named_once_and_keeps_its_connec
     named = [w for w in warnings if "'blocker' blocked the event loop" in w]
     assert len(named) == 1, warnings
     assert "make it a plain 'def'" in named[0]
+
+
+async def test_the_cli_prints_progress_and_chunks_as_json_lines(
+    mosquitto: Mosquitto, long_prefix: str, long_process: ToolProcess
+) -> None:
+    where = connection(mosquitto.url, long_prefix)
+    steps, chunked = await asyncio.gather(
+        run_cli("call", "steps", '{"count": 3, "interval": 0.15}', "--json", *where),
+        run_cli("call", "chunks", '{"count": 3, "interval": 0}', "--json", *where),
+    )
+    assert steps.returncode == 0, steps.stderr
+    assert [json.loads(line) for line in lines(steps.stdout)] == [
+        {"progress": i, "total": 3, "message": f"step {i} of 3"} for i in (1, 2, 3)
+    ] + [{"result": 3}]
+    assert chunked.returncode == 0, chunked.stderr
+    assert [json.loads(line) for line in lines(chunked.stdout)] == [
+        {"chunk": {"i": 0}},
+        {"chunk": {"i": 1}},
+        {"chunk": {"i": 2}},
+        {"result": [{"i": 0}, {"i": 1}, {"i": 2}]},
+    ]
+
+
+async def test_ctrl_c_on_the_cli_cancels_the_call_at_the_tool(
+    mosquitto: Mosquitto, long_prefix: str, long_process: ToolProcess, tmp_path: pathlib.Path
+) -> None:
+    arguments = json.dumps(
+        {"count": 100, "interval": 0.1, "label": "cli", "directory": str(tmp_path)}
+    )
+    where = connection(mosquitto.url, long_prefix)
+    async with cli_process("call", "steps", arguments, "--json", *where) as call:
+        assert call.stdout is not None
+        await read_until(call.stdout, b'"progress"')
+        call.send_signal(signal.SIGINT)
+        with anyio.fail_after(30):
+            status = await call.wait()
+    assert status == 130
+    await wait_for_files(tmp_path, ["cli.stopped"])

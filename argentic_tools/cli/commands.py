@@ -25,7 +25,6 @@ from .._protocol.messages import (
     TaskResultMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
-    ToolResult,
     ToolUnregisteredMessage,
     UnregisterToolMessage,
     parse_message,
@@ -35,7 +34,6 @@ from .._tools.service import (
 )
 from .._transport import IncomingMessage
 from .common import (
-    EXIT_CALL_FAILED,
     EXIT_OK,
     CliError,
     StopRequest,
@@ -151,50 +149,6 @@ async def describe_command(args: argparse.Namespace, stop: StopRequest) -> int:
         else:
             exported = manager.export_tools(args.format)
     print_json(exported)
-    return EXIT_OK
-
-
-# -- call ---------------------------------------------------------------------------
-
-
-def parse_arguments(text: str) -> dict[str, Any]:
-    """Parse ARGS_JSON (``-`` reads it from stdin) into the arguments object."""
-    if text == "-":
-        text = sys.stdin.read()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"ARGS_JSON is not valid JSON ({exc}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise CliError(
-            f"ARGS_JSON must be a JSON object of arguments, like '{{\"x\": 1}}', "
-            f"not {type(value).__name__}"
-        )
-    return value
-
-
-async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``call``: call one tool and print its result as JSON (exit 1 when it failed)."""
-    arguments = parse_arguments(args.arguments)
-    async with connected_manager(args) as manager:
-        with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
-            try:
-                await manager.wait_for_tool(args.name, timeout=args.wait)
-            except TimeoutError:
-                raise CliError(
-                    f"tool {args.name!r} not found: nothing registered under that name on "
-                    f"{where(args)} within {args.wait:g} s",
-                    EXIT_CALL_FAILED,
-                ) from None
-        with stderr.status(Text(f"Calling {args.name!r}...")):
-            result = await manager.execute_tool(args.name, arguments, timeout=args.timeout)
-    return _print_result(result)
-
-
-def _print_result(result: ToolResult) -> int:
-    if isinstance(result, TaskErrorMessage):
-        raise CliError(f"{result.error} [{result.error_code}]", EXIT_CALL_FAILED)
-    print_json(result.result)
     return EXIT_OK
 
 

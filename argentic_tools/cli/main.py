@@ -24,10 +24,10 @@ from .._tools.service import (
     add_connection_arguments,
     add_service_arguments,
 )
+from .calling import call_command
 from .commands import (
     benchmark_command,
     broker_command,
-    call_command,
     demo_command,
     describe_command,
     list_command,
@@ -95,7 +95,30 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument(
         "arguments", nargs="?", default="{}", metavar="ARGS_JSON", help="JSON object; - for stdin"
     )
-    call.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a result")
+    call.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds to wait for the result (30 by default; with --idle-timeout, the "
+        "absolute limit unless --max-duration is given)",
+    )
+    call.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="for long calls: give up after this many seconds without a progress report",
+    )
+    call.add_argument(
+        "--max-duration",
+        type=float,
+        default=None,
+        help="with --idle-timeout: the absolute limit no progress extends",
+    )
+    call.add_argument(
+        "--json",
+        action="store_true",
+        help="print progress, streamed chunks and the result as JSON lines",
+    )
     call.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the tool")
     call.set_defaults(run=call_command, log_level="WARNING")
 
