@@ -19,28 +19,40 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 
 
+SERVED = [block for block in BLOCKS if re.match(r"# \w+\.py\n", block)]
+"""Blocks that are tool processes (``# my_tools.py`` ...): saved and served as such."""
+SCRIPTS = [block for block in BLOCKS if block not in SERVED]
+"""Blocks that are agents: run as scripts, in order."""
+
+
 def test_readme_has_the_examples_this_test_runs() -> None:
-    assert len(BLOCKS) >= 3
+    assert len(SCRIPTS) >= 3
     assert BLOCKS[0].startswith("# my_tools.py")
+    assert [block.split("\n", 1)[0] for block in SERVED] == ["# my_tools.py", "# long_tools.py"]
 
 
 def test_readme_python_blocks_run_against_a_real_broker(
     mosquitto: Mosquitto, tmp_path: Path
 ) -> None:
     address = f"127.0.0.1:{mosquitto.port}"
-    (tmp_path / "my_tools.py").write_text(BLOCKS[0].replace("localhost:1883", address))
     env = child_env()
     env["PYTHONPATH"] = str(tmp_path)
-    tools = subprocess.Popen(
-        [sys.executable, "my_tools.py", "--broker", f"mqtt://{address}"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    processes = []
+    for block in SERVED:
+        name = block.split("\n", 1)[0].removeprefix("# ")
+        (tmp_path / name).write_text(block.replace("localhost:1883", address))
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, name, "--broker", f"mqtt://{address}"],
+                cwd=tmp_path,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+        )
     try:
         outputs = []
-        for block in BLOCKS[1:]:
+        for block in SCRIPTS:
             done = subprocess.run(
                 [sys.executable, "-c", block.replace("localhost:1883", address)],
                 cwd=tmp_path,
@@ -52,9 +64,10 @@ def test_readme_python_blocks_run_against_a_real_broker(
             assert done.returncode == 0, done.stderr
             outputs.append(done.stdout)
     finally:
-        tools.terminate()
-        _, err = tools.communicate(timeout=20)
-    assert tools.returncode == 0, err
+        for process in processes:
+            process.terminate()
+        errors = [process.communicate(timeout=20)[1] for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], errors
     assert outputs[0].splitlines() == [
         "5",
         "Tool 'add': invalid arguments: $.a: 'two' is not of type 'integer'",
@@ -64,6 +77,16 @@ def test_readme_python_blocks_run_against_a_real_broker(
     assert lines[1].startswith("c2 failed Tool 'web_search' not found.")
     assert lines[2] == "['add']"
     assert lines[3] == "[('c1', 'success'), ('c2', 'failed')]"
+    assert outputs[2].splitlines() == [
+        "1/3 page 1",
+        "2/3 page 2",
+        "3/3 page 3",
+        "3",
+        "line 0",
+        "line 1",
+        "cancelled at the tool",
+        "cancelled",
+    ]
 
 
 @pytest.mark.parametrize(
