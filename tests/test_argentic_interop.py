@@ -6,10 +6,19 @@ from collections.abc import Iterator
 import anyio
 import pytest
 
-from argentic_tools import TaskErrorMessage, ToolManager, ToolService, Topics, tool
+from argentic_tools import (
+    TaskErrorMessage,
+    ToolContext,
+    ToolManager,
+    ToolPartialMessage,
+    ToolProgressMessage,
+    ToolService,
+    Topics,
+    tool,
+)
 
 from .brokers import Mosquitto, uncovered_env
-from .conftest import ROOT, python_cmd
+from .conftest import ROOT, messager_for, python_cmd
 
 argentic = pytest.importorskip("argentic", reason="argentic 0.16 is installed by `make test`")
 
@@ -17,8 +26,10 @@ pytestmark = [pytest.mark.anyio, pytest.mark.argentic]
 
 
 @tool
-def shout(text: str) -> str:
+def shout(text: str, context: ToolContext) -> str:
     """Upper-case the text and add an exclamation mark."""
+    for done, _ in enumerate(text, 1):
+        context.report_progress(done, len(text))  # sent only to callers that ask
     return text.upper() + "!"
 
 
@@ -56,6 +67,12 @@ async def test_unmodified_argentic_tool_registers_with_our_manager_and_serves_ca
     first = await manager.execute_tool("argentic_upper", {"text": "first"}, timeout=10)
     assert first.ok, first
     assert first.result == "FIRST"
+    # Asking an argentic tool for progress is harmless: it sends none, the call succeeds.
+    reports: list[float] = []
+    watched = await manager.execute_tool(
+        "argentic_upper", {"text": "p"}, on_progress=lambda p, t, m: reports.append(p)
+    )
+    assert watched.ok and watched.result == "P" and reports == []
     bad = await manager.execute_tool("argentic_upper", {"text": 5})
     assert isinstance(bad, TaskErrorMessage)
     assert bad.error_code == "invalid_arguments"
@@ -86,6 +103,14 @@ async def test_our_tool_registers_with_an_unmodified_argentic_manager_and_serves
             with anyio.fail_after(10):
                 while "shout" not in their_manager.tools_by_name:
                     await anyio.sleep(0.01)
+            # Progress reports travel on the response topic argentic's manager reads:
+            # it must ignore them (our tools send them only to callers that ask).
+            their_id = their_manager.tools_by_name["shout"]["id"]
+            progress = ToolProgressMessage(task_id="t", tool_id=their_id, progress=1)
+            partial = ToolPartialMessage(task_id="t", tool_id=their_id, seq=0, chunk="x")
+            async with messager_for(mosquitto.url, topics) as messager:
+                for message in (progress, partial):
+                    await messager.publish(topics.response(their_id), message)
             result = await their_manager.execute_tool("shout", {"text": "hi"})
             assert result.status == ArgenticStatus.SUCCESS
             assert result.result == "HI!"
