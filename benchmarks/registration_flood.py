@@ -64,10 +64,7 @@ async def run(registrations: int, max_tools: int) -> dict[str, Any]:
             Messager(broker.url, will_topic=None) as messager,
             ToolManager(
                 messager,
-                register_topic=topics.register,
-                tool_call_topic_base=topics.call_base,
-                tool_response_topic_base=topics.response_base,
-                status_topic=topics.status,
+                topics=topics,
                 max_tools=max_tools,
                 max_tools_per_client=max_tools,
             ) as manager,

@@ -84,14 +84,7 @@ def messager_for(url: str, topics: Topics, **kwargs: Any) -> Messager:
 
 
 def manager_for(messager: Messager, topics: Topics, **kwargs: Any) -> ToolManager:
-    return ToolManager(
-        messager,
-        register_topic=topics.register,
-        tool_call_topic_base=topics.call_base,
-        tool_response_topic_base=topics.response_base,
-        status_topic=topics.status,
-        **kwargs,
-    )
+    return ToolManager(messager, topics=topics, **kwargs)
 
 
 @pytest.fixture

@@ -80,6 +80,8 @@ class ToolManager(AsyncResource):
         tool_response_topic_base: Results come from ``{base}/{tool_id}``.
         status_topic: Where registrations are confirmed.
         default_timeout: Seconds a call waits when no timeout is given.
+        topics: All four topics at once (e.g. ``Topics.with_prefix("team-a")``, as a
+            :class:`ToolService` takes them); overrides the four arguments above.
         policy: Which tools each conversation thread may use (all by default).
         recorder: Receives one :class:`Observation` per call attempt.
         max_tools: Tool instances admitted in all; registrations of more are refused
@@ -110,6 +112,7 @@ class ToolManager(AsyncResource):
         status_topic: str = DEFAULT_STATUS_TOPIC,
         default_timeout: int | float = 30,
         *,
+        topics: Topics | None = None,
         policy: ToolPolicy | None = None,
         recorder: ObservationRecorder | None = None,
         recorder_close_timeout: float = RECORDER_CLOSE_SECONDS,
@@ -118,6 +121,9 @@ class ToolManager(AsyncResource):
         name_owners: Mapping[str, str] | None = None,
     ) -> None:
         self.messager = messager
+        if topics is not None:
+            register_topic, tool_call_topic_base = topics.register, topics.call_base
+            tool_response_topic_base, status_topic = topics.response_base, topics.status
         self.register_topic = register_topic
         self.tool_call_topic_base = tool_call_topic_base
         self.tool_response_topic_base = tool_response_topic_base

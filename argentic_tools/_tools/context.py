@@ -77,9 +77,10 @@ class ToolContext:
             ValueError: ``progress`` or ``total`` is not a finite number.
 
         """
-        if self._control is None:
+        control = self._control
+        if control is None:
             return REPORTED
-        return self._control.report_progress(progress, total, message)
+        return control.report_progress(progress, total, message)
 
     def send_partial(self, chunk: Any) -> Reported:
         """Send one chunk of the result now, to a caller that streams (``stream_tool``).

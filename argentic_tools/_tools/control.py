@@ -17,7 +17,6 @@ import logging
 import math
 import threading
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
 
@@ -31,8 +30,9 @@ PROGRESS_INTERVAL = 0.1
 between are merged into the next one (the latest wins)."""
 
 OUTBOX_LIMIT = 256
-"""Messages (chunks, progress) of one call waiting to be published before
-``send_partial`` makes its caller wait: a tool cannot outrun the broker unboundedly."""
+"""Messages (chunks, progress) of one call being published (not yet acknowledged)
+before ``send_partial`` makes its caller wait: a tool cannot outrun the broker
+unboundedly."""
 
 MESSAGE_TEXT_LIMIT = 1000
 """Characters of a progress message kept."""
@@ -111,9 +111,8 @@ class CallControl:
         self._next_report = 0.0
         self._report_due = False
         self._report_seq = 0
-        self._outbox: deque[bytes] = deque()
+        self._sending: set[asyncio.Task[None]] = set()
         self._room: list[asyncio.Future[None]] = []
-        self._sender: asyncio.Task[None] | None = None
         self._thread_running = False
         self._thread_waiter: asyncio.Future[None] | None = None
 
@@ -148,14 +147,14 @@ class CallControl:
             )
         if not self.progress_enabled or self.finished:
             return REPORTED
-        if message is not None:
-            message = str(message)[:MESSAGE_TEXT_LIMIT]
+        if message is not None and message.__class__ is not str:
+            message = str(message)
         with self._lock:
-            self._latest = (float(progress), None if total is None else float(total), message)
+            self._latest = (progress, total, message)
             if self._report_due:
                 return REPORTED  # the report already scheduled takes this value
             self._report_due = True
-            delay = max(self._next_report - time.monotonic(), 0.0)
+            delay = self._next_report - time.monotonic()
         self._in_loop(self._send_report, delay)
         return REPORTED
 
@@ -167,6 +166,8 @@ class CallControl:
         if latest is None or self.finished:
             return
         progress, total, message = latest
+        if message is not None and len(message) > MESSAGE_TEXT_LIMIT:
+            message = message[:MESSAGE_TEXT_LIMIT]
         self._report_seq += 1
         self._enqueue(
             encode(
@@ -213,7 +214,7 @@ class CallControl:
             )
         if threading.get_ident() == self._loop_thread:
             self._enqueue(data)
-            if len(self._outbox) < OUTBOX_LIMIT:
+            if len(self._sending) < OUTBOX_LIMIT:
                 return REPORTED
             waiter = self._loop.create_future()
             self._room.append(waiter)
@@ -225,7 +226,7 @@ class CallControl:
 
     async def _enqueue_and_wait(self, data: bytes) -> None:
         self._enqueue(data)
-        if len(self._outbox) >= OUTBOX_LIMIT:
+        if len(self._sending) >= OUTBOX_LIMIT:
             waiter = self._loop.create_future()
             self._room.append(waiter)
             await waiter
@@ -233,30 +234,28 @@ class CallControl:
     # -- the outbox --------------------------------------------------------------------
 
     def _enqueue(self, data: bytes) -> None:
-        self._outbox.append(data)
-        if self._sender is None:
-            self._sender = self._loop.create_task(
-                self._send_all(), name=f"tool:{self.tool_id}:outbox:{self.task_id}"
+        # One task per message, created in order: each hands its message to the MQTT
+        # client at its first step, so they go out in order without one waiting for the
+        # other's acknowledgement (a broker keeps the order of one client's messages).
+        sending = self._loop.create_task(self._send(data))
+        self._sending.add(sending)
+        sending.add_done_callback(self._sent)
+
+    async def _send(self, data: bytes) -> None:
+        try:
+            async with asyncio.timeout(PUBLISH_SECONDS):
+                await self._publish(data)
+        except (TimeoutError, BrokerError, PayloadTooLargeError) as exc:
+            logger.warning(
+                "tool %s: a progress report or chunk of task %s was not sent: %s",
+                self.tool_id,
+                self.task_id,
+                exc or "no connection to the broker",
             )
 
-    async def _send_all(self) -> None:
-        try:
-            while self._outbox:
-                data = self._outbox.popleft()
-                try:
-                    async with asyncio.timeout(PUBLISH_SECONDS):
-                        await self._publish(data)
-                except (TimeoutError, BrokerError, PayloadTooLargeError) as exc:
-                    logger.warning(
-                        "tool %s: a progress report or chunk of task %s was not sent: %s",
-                        self.tool_id,
-                        self.task_id,
-                        exc or "no connection to the broker",
-                    )
-                if len(self._outbox) < OUTBOX_LIMIT:
-                    self._wake_producers()
-        finally:
-            self._sender = None
+    def _sent(self, sending: "asyncio.Task[None]") -> None:
+        self._sending.discard(sending)
+        if len(self._sending) < OUTBOX_LIMIT:
             self._wake_producers()
 
     def _wake_producers(self) -> None:
@@ -265,15 +264,15 @@ class CallControl:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def drain(self, timeout: float) -> None:
-        """Wait (up to ``timeout`` seconds) until every chunk and report so far is published.
+    async def drain(self) -> None:
+        """Let every chunk and report so far reach the MQTT client before the result.
 
-        The result is published after this, so a caller never sees the result
-        before the last chunk.
+        Their publishing tasks were created in order and take their first step (the
+        hand-over to the client) before this returns; their acknowledgements are not
+        awaited, so the result costs no extra round trip.
         """
-        sender = self._sender
-        if sender is not None:
-            await asyncio.wait({sender}, timeout=timeout)
+        if self._sending:
+            await asyncio.sleep(0)
 
     def close(self) -> None:
         """The call is over: later reports and chunks are dropped; queued ones still go."""
@@ -363,6 +362,9 @@ def _collected(collected: list[Any], control: CallControl | None) -> list[Any] |
 
 
 def _finite(value: Any) -> bool:
+    kind = value.__class__
+    if kind is float or kind is int:  # the common cases first: this is hot
+        return math.isfinite(value)
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 

@@ -339,7 +339,7 @@ class ToolEndpoint:
         control.close()
         self._recent.finished(key, reply)
         # Chunks and reports queued before the result go first.
-        await control.drain(_patience(deadline))
+        await control.drain()
         await self._publish_reply(reply, task, deadline)
 
     async def _run(self, task: TaskMessage, deadline: float | None, control: CallControl) -> bytes:

@@ -156,14 +156,7 @@ def messager_from(
 
 def manager_for(messager: Messager, topics: Topics, log_level: str) -> ToolManager:
     """A ToolManager on ``messager`` using ``topics``."""
-    return ToolManager(
-        messager,
-        log_level=log_level,
-        register_topic=topics.register,
-        tool_call_topic_base=topics.call_base,
-        tool_response_topic_base=topics.response_base,
-        status_topic=topics.status,
-    )
+    return ToolManager(messager, log_level=log_level, topics=topics)
 
 
 @contextlib.asynccontextmanager
