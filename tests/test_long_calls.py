@@ -17,8 +17,10 @@ import aiomqtt
 import anyio
 import anyio.lowlevel
 import pytest
+from pydantic import BaseModel
 
 from argentic_tools import (
+    BaseTool,
     TaskErrorMessage,
     TaskResultMessage,
     TaskStatus,
@@ -409,3 +411,37 @@ async def test_ctrl_c_on_the_cli_cancels_the_call_at_the_tool(
             status = await call.wait()
     assert status == 130
     await wait_for_files(tmp_path, ["cli.stopped"])
+
+
+class Pages(BaseModel):
+    pages: int
+
+
+class Reader(BaseTool):
+    """A class-based tool that streams pages and reports progress through ``self.context``."""
+
+    def __init__(self) -> None:
+        super().__init__("reader", "Read pages one by one.", "", Pages)
+
+    async def _execute(self, **kwargs: Any) -> AsyncIterator[str]:  # type: ignore[override]
+        pages = kwargs["pages"]
+        for page in range(pages):
+            context = self.context
+            assert context is not None
+            await context.report_progress(page + 1, pages)
+            yield f"page {page}"
+
+
+async def test_a_base_tool_streams_and_reports_through_self_context(
+    mosquitto: Mosquitto, topics: Topics, manager: ToolManager
+) -> None:
+    async with ToolService(mosquitto.url, [Reader()], topics=topics):
+        await manager.wait_for_tool("reader", timeout=10)
+        reports = Reports()
+        async with manager.stream_tool("reader", {"pages": 3}, on_progress=reports) as stream:
+            pages = [page async for page in stream]
+        assert pages == ["page 0", "page 1", "page 2"]
+        assert stream.result is not None and stream.result.result == pages
+        assert reports.seen[0] == (1.0, 3.0, None)
+        collected = await manager.execute_tool("reader", {"pages": 2})
+        assert collected.result == ["page 0", "page 1"]
