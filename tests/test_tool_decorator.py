@@ -593,3 +593,16 @@ def test_base_tool_refuses_an_invalid_name_or_an_api_that_is_not_json() -> None:
         Named("a/b", "Bad.", "", AddArguments)
     with pytest.raises(ToolDefinitionError, match=r"tool 'ok': api is not valid JSON"):
         Named("ok", "Bad api.", "{not json", AddArguments)
+
+
+def test_annotations_are_checked_and_travel_in_the_spec() -> None:
+    @tool(annotations={"readOnlyHint": True, "title": "Look up"})
+    def look(key: str) -> str:
+        """Look something up."""
+        return key
+
+    assert as_tool(look).annotations == {"readOnlyHint": True, "title": "Look up"}
+    with pytest.raises(ToolDefinitionError, match="unknown annotation 'fastHint'"):
+        tool(annotations={"fastHint": True})(look)
+    with pytest.raises(ToolDefinitionError, match="readOnlyHint must be true or false"):
+        tool(annotations={"readOnlyHint": "yes"})(look)

@@ -167,6 +167,8 @@ def mcp_entry(info: ToolInfo) -> dict[str, Any]:
     # MCP requires an object output schema (it describes structuredContent).
     if output is not None and output.get("type") == "object":
         entry["outputSchema"] = output
+    if info.annotations:
+        entry["annotations"] = info.annotations
     if info.tags:
         entry["_meta"] = {"tags": list(info.tags)}
     return entry

@@ -28,6 +28,13 @@ class ToolInfo:
     """ISO 8601 time of the (latest) registration."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Implementation metadata, e.g. ``max_concurrency``."""
+
     owner: str | None = None
     """Broker user that registered the tool on its own registration topic (proven by the
     broker's ACL); None for a registration on the shared topic (its source is a claim)."""
+
+    @property
+    def annotations(self) -> dict[str, Any]:
+        """MCP hints for clients (``readOnlyHint``, ...), as the tool declared them."""
+        hints = self.metadata.get("annotations")
+        return dict(hints) if isinstance(hints, dict) else {}

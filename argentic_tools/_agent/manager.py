@@ -301,6 +301,14 @@ class ToolManager(AsyncResource):
         async with asyncio.timeout(timeout):
             return await self._registry.wait_for(tool_name_or_id)
 
+    async def registry_changed(self) -> None:
+        """Return at the next change of the registry: a tool registered again, joined or left.
+
+        For views of the fleet that must follow it (an MCP gateway's list-changed
+        notifications); compare what you show, since re-registrations count too.
+        """
+        await self._registry.changed()
+
     async def wait_for_tool_removed(self, tool_id: str, timeout: float | None = None) -> None:
         """Wait until the tool with id ``tool_id`` is no longer registered.
 

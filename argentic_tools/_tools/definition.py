@@ -57,6 +57,9 @@ class BaseTool(ABC):
         max_concurrency: Calls served at once; more wait their turn.
         tool_id: Pin the tool id (for ACLs); a random one otherwise.
         debug: Send tracebacks with failures.
+        annotations: Hints for clients, as MCP defines them: ``readOnlyHint``,
+            ``destructiveHint``, ``idempotentHint``, ``openWorldHint`` (booleans) and
+            ``title``; exported to MCP clients with the tool.
 
     """
 
@@ -74,6 +77,7 @@ class BaseTool(ABC):
         max_concurrency: int | None = None,
         tool_id: str | None = None,
         debug: bool = False,
+        annotations: Mapping[str, Any] | None = None,
     ) -> None:
         problem = tool_name_problem(name)
         if problem:
@@ -103,6 +107,7 @@ class BaseTool(ABC):
         self.max_concurrency = max_concurrency
         self.pinned_id = tool_id
         self.debug = debug
+        self.annotations = checked_annotations(name, annotations)
         self._endpoint: ToolEndpoint | None = None
 
     @property
@@ -191,6 +196,7 @@ class FunctionTool(BaseTool):
         examples: Sequence[Mapping[str, Any]] = (),
         max_concurrency: int | None = None,
         tool_id: str | None = None,
+        annotations: Mapping[str, Any] | None = None,
     ) -> None:
         tool_name = name if name is not None else func.__name__
         problem = tool_name_problem(tool_name)
@@ -208,6 +214,7 @@ class FunctionTool(BaseTool):
             examples=examples,
             max_concurrency=max_concurrency,
             tool_id=tool_id,
+            annotations=annotations,
         )
         self.func = func
         self.context_param = context_param
@@ -263,6 +270,31 @@ class FunctionTool(BaseTool):
         return self.func(**kwargs)
 
 
+ANNOTATION_HINTS = frozenset({"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
+"""The boolean hints MCP defines for tools (``title`` is a string)."""
+
+
+def checked_annotations(name: str, annotations: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``annotations`` as a plain dict, once checked against MCP's definitions.
+
+    Raises:
+        ToolDefinitionError: An unknown hint, or a value of the wrong type.
+
+    """
+    checked = dict(annotations or {})
+    for key, value in checked.items():
+        if key in ANNOTATION_HINTS:
+            if not isinstance(value, bool):
+                raise ToolDefinitionError(f"tool {name!r}: annotation {key} must be true or false")
+        elif key == "title":
+            if not isinstance(value, str):
+                raise ToolDefinitionError(f"tool {name!r}: annotation title must be a string")
+        else:
+            known = ", ".join(sorted(ANNOTATION_HINTS | {"title"}))
+            raise ToolDefinitionError(f"tool {name!r}: unknown annotation {key!r} (known: {known})")
+    return checked
+
+
 TOOL_ATTRIBUTE = "__argentic_tool__"
 
 
@@ -274,6 +306,7 @@ class _ToolOptions:
     examples: tuple[Mapping[str, Any], ...]
     max_concurrency: int | None
     tool_id: str | None
+    annotations: Mapping[str, Any] | None = None
 
 
 @overload
@@ -289,6 +322,7 @@ def tool(
     examples: Sequence[Mapping[str, Any]] = (),
     max_concurrency: int | None = None,
     tool_id: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
 ) -> Callable[[F], F]: ...
 
 
@@ -302,6 +336,7 @@ def tool(
     examples: Sequence[Mapping[str, Any]] = (),
     max_concurrency: int | None = None,
     tool_id: str | None = None,
+    annotations: Mapping[str, Any] | None = None,
 ) -> F | Callable[[F], F]:
     """Turn a function into a tool; returns the function unchanged.
 
@@ -309,6 +344,7 @@ def tool(
     and its argument schema comes from the type hints (``Annotated[int,
     Field(description=...)]``, defaults, ``Literal``, enums, pydantic models).
     A parameter annotated :class:`ToolContext` receives the call's context.
+    ``annotations`` are MCP's hints for clients (``{"readOnlyHint": True}``).
     Sync functions run in a worker thread. A generator function (``async def``
     with ``yield``, or ``def`` with ``yield``) streams: each yielded chunk reaches a
     caller using ``stream_tool`` as it comes, and the result is the list of chunks.
@@ -327,7 +363,7 @@ def tool(
 
     """
     options = _ToolOptions(
-        name, description, tuple(tags), tuple(examples), max_concurrency, tool_id
+        name, description, tuple(tags), tuple(examples), max_concurrency, tool_id, annotations
     )
 
     def decorate(fn: F) -> F:
@@ -349,6 +385,7 @@ def _build(func: Callable[..., Any], options: _ToolOptions) -> FunctionTool:
         examples=options.examples,
         max_concurrency=options.max_concurrency,
         tool_id=options.tool_id,
+        annotations=options.annotations,
     )
 
 
@@ -381,6 +418,7 @@ def as_tool(obj: Any) -> BaseTool:
             examples=built.examples,
             max_concurrency=built.max_concurrency,
             tool_id=built.pinned_id,
+            annotations=built.annotations,
         )
     if callable(obj):
         return _build(obj, _ToolOptions(None, None, (), (), None, None))

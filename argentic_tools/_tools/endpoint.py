@@ -166,7 +166,7 @@ class ToolEndpoint:
             output_schema=tool.output_schema,
             tags=tool.tags,
             examples=tool.examples,
-            metadata={"max_concurrency": self.max_concurrency} if self.max_concurrency else {},
+            metadata=self._metadata(),
         )
         message = RegisterToolMessage(
             source=self.messager.client_id,
@@ -178,6 +178,14 @@ class ToolEndpoint:
             protocol=PROTOCOL_VERSION,
         )
         return encode(message)
+
+    def _metadata(self) -> dict[str, Any]:
+        metadata: dict[str, Any] = {}
+        if self.max_concurrency:
+            metadata["max_concurrency"] = self.max_concurrency
+        if self.tool.annotations:
+            metadata["annotations"] = self.tool.annotations
+        return metadata
 
     async def register_again(self) -> None:
         """Publish the registration again (a manager announced itself, or a reconnect)."""
