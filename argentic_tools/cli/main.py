@@ -43,6 +43,7 @@ from .common import (
     run_command,
     stderr,
 )
+from .mcp_commands import mcp_bridge_command, mcp_serve_command
 
 # -- parser and entry point ------------------------------------------------------------
 
@@ -133,6 +134,53 @@ def build_parser() -> argparse.ArgumentParser:
     watch = command("watch", "print registrations, calls and results as they happen")
     watch.add_argument("--count", type=int, default=0, help="stop after N events")
     watch.set_defaults(run=watch_command, graceful=True, log_level="WARNING")
+
+    mcp = commands.add_parser(
+        "mcp",
+        help="serve the fleet to MCP clients, or bring an MCP server onto the bus",
+        description="The fleet in the MCP ecosystem (needs the mcp extra).",
+    )
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="COMMAND")
+
+    def mcp_command(name: str, help_text: str) -> argparse.ArgumentParser:
+        options = argparse.ArgumentParser(add_help=False)
+        options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
+        add_connection_arguments(options)
+        return mcp_commands.add_parser(
+            name, help=help_text, description=help_text, parents=[options]
+        )
+
+    mcp_serve = mcp_command("serve", "serve the tools on the bus to MCP clients (stdio or HTTP)")
+    mcp_serve.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        default=None,
+        help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio",
+    )
+    mcp_serve.add_argument(
+        "--timeout", type=float, default=None, help="seconds a call may take (default 30)"
+    )
+    mcp_serve.add_argument(
+        "--wait",
+        type=float,
+        default=1.0,
+        help="seconds to let live tools register before serving (ends early once they have)",
+    )
+    mcp_serve.set_defaults(run=mcp_serve_command, graceful=True, log_level="WARNING")
+
+    mcp_bridge = mcp_command(
+        "bridge", "register an MCP server's tools on the bus and forward their calls"
+    )
+    mcp_bridge.add_argument(
+        "--url", default=None, help="the MCP server's streamable HTTP URL (instead of a command)"
+    )
+    mcp_bridge.add_argument(
+        "server_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND...",
+        help="the command that starts the MCP server over stdio",
+    )
+    mcp_bridge.set_defaults(run=mcp_bridge_command, graceful=True)
 
     demo = command("demo", "start the example tools and run a short scripted agent")
     # Without --broker the demo starts the embedded broker instead of trying 1883.

@@ -1,0 +1,94 @@
+"""``argentic-tools mcp serve`` and ``argentic-tools mcp bridge`` (the ``mcp`` extra)."""
+
+import argparse
+import importlib
+from types import ModuleType
+
+import anyio
+
+from .._agent.manager import ToolManager
+from .common import EXIT_OK, CliError, StopRequest, connected_manager
+
+DRAIN_SECONDS = 30.0
+"""How long a stopping gateway lets in-flight calls finish."""
+
+QUIET_SECONDS = 0.1
+"""A registry without a change for this long counts as settled."""
+
+
+def _load(module: str) -> ModuleType:
+    """Import ``argentic_tools.mcp.<module>``, or say which extra is missing."""
+    try:
+        return importlib.import_module(f"argentic_tools.mcp.{module}")
+    except ImportError as exc:
+        if exc.name is not None and exc.name.split(".")[0] in ("mcp", "mcp_types", "uvicorn"):
+            raise CliError(
+                "the MCP commands need the mcp extra: pip install 'argentic-tools[mcp]'"
+            ) from None
+        raise
+
+
+def host_and_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``:PORT`` means 127.0.0.1) as a pair."""
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise CliError(f"--http {text!r}: expected HOST:PORT, like 127.0.0.1:8000") from None
+    if not 0 <= number <= 65535:
+        raise CliError(f"--http {text!r}: the port must be 0-65535")
+    return host or "127.0.0.1", number
+
+
+async def settle(manager: ToolManager, seconds: float) -> None:
+    """Give live tools up to ``seconds`` to register, ending early once registrations stop."""
+    with anyio.move_on_after(seconds):
+        while True:
+            with anyio.move_on_after(QUIET_SECONDS) as quiet:
+                await manager.registry_changed()
+            if quiet.cancelled_caught and manager.get_tool_names():
+                return
+
+
+async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``mcp serve``: the fleet as an MCP server, on stdio or streamable HTTP."""
+    gateway_module = _load("gateway")
+    address = host_and_port(args.http) if args.http else None
+    async with connected_manager(args) as manager:
+        await settle(manager, args.wait)
+        gateway = gateway_module.McpGateway(manager, timeout=args.timeout)
+        if address is not None:
+            await gateway.serve_http(*address, stop=stop.requested.wait)
+            return EXIT_OK
+        async with anyio.create_task_group() as group:
+
+            async def serve() -> None:
+                await gateway.serve_stdio()
+                group.cancel_scope.cancel()  # the client went away
+
+            group.start_soon(serve)
+            await stop.requested.wait()
+            with anyio.move_on_after(DRAIN_SECONDS):
+                await gateway.drained()
+            group.cancel_scope.cancel()
+    return EXIT_OK
+
+
+async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int:
+    """``mcp bridge``: an MCP server's tools on the bus, restarted when it dies."""
+    bridge_module = _load("bridge")
+    command = [part for part in args.server_command if part != "--"]
+    if bool(command) == bool(args.url):
+        raise CliError("give the MCP server either as -- COMMAND... (stdio) or as --url URL")
+    bridge = bridge_module.McpBridge(
+        args.broker,
+        command=command or None,
+        url=args.url,
+        topic_prefix=args.topic_prefix,
+        tls_params=None,
+    )
+    async with anyio.create_task_group() as group:
+        group.start_soon(bridge.run)
+        await stop.requested.wait()
+        group.cancel_scope.cancel()
+    return EXIT_OK

@@ -1,0 +1,356 @@
+"""The fleet served to MCP clients: ``argentic-tools mcp serve``.
+
+:class:`McpGateway` puts a :class:`~argentic_tools.ToolManager` behind the MCP
+SDK's low-level server, which suits tools that come and go:
+
+- ``tools/list`` is the live registry in name order, with MCP-valid names (see
+  :mod:`argentic_tools.mcp.names`), schemas and annotations; clients hear
+  ``notifications/tools/list_changed`` when the fleet changes (handshake-era
+  clients on their connection, 2026-07-28 clients on ``subscriptions/listen``);
+- ``tools/call`` goes through ``execute_tool``: invalid arguments and tool
+  failures are ``isError`` results the model can read; progress becomes
+  ``notifications/progress``; a client's cancellation cancels the handler, which
+  sends ``TOOL_CANCEL`` to the tool; ``_meta.traceparent`` becomes the call's trace id;
+- a thread, chosen by the ``X-Argentic-Thread`` header or the
+  ``argentic/thread`` ``_meta`` key, filters both through the manager's policy.
+
+One server answers both protocol eras: the stateless 2026-07-28 revision and
+the handshake era (2025-11-25, 2025-06-18 and older).
+"""
+
+import contextlib
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+
+from .. import __version__
+from .._agent.info import ToolInfo
+from .._agent.manager import ToolManager
+from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
+from . import _internals
+from .names import McpNames
+
+logger = logging.getLogger("argentic_tools.mcp")
+
+THREAD_HEADER = "x-argentic-thread"
+"""HTTP header that selects the conversation thread whose tool policy applies."""
+
+THREAD_META = "argentic/thread"
+"""``_meta`` key with the same effect, for any transport."""
+
+STARTUP_SECONDS = 10.0
+"""How long the HTTP server may take to listen."""
+
+DRAIN_SECONDS = 30.0
+"""How long a stopping gateway lets in-flight calls finish."""
+
+RESULT_KEY = "result"
+"""Where a result that is not a JSON object goes in ``structuredContent``."""
+
+_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_HINTS = {
+    "readOnlyHint": "read_only_hint",
+    "destructiveHint": "destructive_hint",
+    "idempotentHint": "idempotent_hint",
+    "openWorldHint": "open_world_hint",
+    "title": "title",
+}
+
+
+class _Server(Server[Any]):
+    """The SDK's server, advertising list-changed notifications on every transport.
+
+    The streamable-HTTP transport builds its initialisation options without
+    arguments, so the default is set here.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: Any = None,
+    ) -> Any:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class McpGateway:
+    """Serves the tools a :class:`~argentic_tools.ToolManager` sees to MCP clients.
+
+    Args:
+        manager: An initialised manager (the gateway does not own it).
+        timeout: Seconds a call may take; the manager's default when None.
+        name: Server name shown to clients.
+
+    Example:
+        >>> gateway = McpGateway(manager)  # doctest: +SKIP
+        >>> await gateway.serve_stdio()  # doctest: +SKIP
+
+    """
+
+    def __init__(
+        self, manager: ToolManager, *, timeout: float | None = None, name: str = "argentic-tools"
+    ) -> None:
+        self.manager = manager
+        self.timeout = timeout
+        self.in_flight = 0
+        """Calls being served right now."""
+        self._bus = InMemorySubscriptionBus()
+        self._sessions: set[ServerSession] = set()
+        self._names = McpNames([])
+        self._listed: dict[str, types.Tool] = {}
+        self._fingerprint = ""
+        self._idle = anyio.Event()
+        self._idle.set()
+        self.server = _Server(
+            name,
+            version=__version__,
+            instructions="Tools served over MQTT by argentic-tools; the list follows the fleet.",
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self._bus),
+            get_tool_input_schema=self._input_schema,
+        )
+        self.server.add_notification_handler(
+            "notifications/initialized", types.NotificationParams, self._on_initialized
+        )
+        self._refresh()
+
+    # -- the list ------------------------------------------------------------------
+
+    def _refresh(self) -> bool:
+        """Rebuild the names and the full listing; True when what clients see changed."""
+        tools = self.manager.get_available_tools()
+        self._names = McpNames(info.name for info in tools)
+        listed = {self._names.to_mcp[info.name]: mcp_tool(info, self._names) for info in tools}
+        self._listed = dict(sorted(listed.items()))
+        fingerprint = json.dumps(
+            [tool.model_dump(mode="json", by_alias=True) for tool in self._listed.values()],
+            sort_keys=True,
+        )
+        changed = fingerprint != self._fingerprint
+        self._fingerprint = fingerprint
+        return changed
+
+    def _view(self, thread_id: str | None) -> list[types.Tool]:
+        if thread_id is None:
+            return list(self._listed.values())
+        allowed = {info.name for info in self.manager.get_available_tools(thread_id)}
+        return [
+            tool
+            for name, tool in self._listed.items()
+            if self._names.registry_name(name) in allowed
+        ]
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        self._refresh()
+        return types.ListToolsResult(tools=self._view(_thread_of(ctx)))
+
+    def _input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = self._listed.get(name)
+        return None if tool is None else tool.input_schema
+
+    async def follow(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Tell clients when the fleet changes, until cancelled."""
+        task_status.started()
+        while True:
+            await self.manager.registry_changed()
+            # Tools re-register in bursts (a manager joins, a broker restarts): one
+            # notification for the burst.
+            await anyio.sleep(0.05)
+            if self._refresh():
+                await self.notify_tools_changed()
+
+    async def notify_tools_changed(self) -> None:
+        """Send ``notifications/tools/list_changed`` to every client that can receive it."""
+        await self._bus.publish(ToolsListChanged())
+        for session in list(self._sessions):
+            try:
+                await session.send_tool_list_changed()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                self._sessions.discard(session)
+
+    async def _on_initialized(
+        self, ctx: ServerRequestContext[Any], params: types.NotificationParams
+    ) -> None:
+        # A handshake-era connection: list changes go out on it, for as long as it lasts.
+        _internals.follow_session(ctx, self._sessions)
+
+    # -- calls ---------------------------------------------------------------------
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        name = self._names.registry_name(params.name)
+        meta = dict(ctx.meta or {})
+        on_progress = None
+        if meta.get("progress_token") is not None:
+
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                await ctx.session.report_progress(progress, total, message)
+
+        context = CallContext(thread_id=_thread_of(ctx), trace_id=trace_id_of(meta))
+        self.in_flight += 1
+        self._idle = anyio.Event()
+        try:
+            result = await self.manager.execute_tool(
+                name,
+                dict(params.arguments or {}),
+                timeout=self.timeout,
+                call_id=str(ctx.request_id),
+                context=context,
+                on_progress=on_progress,
+            )
+        finally:
+            self.in_flight -= 1
+            if not self.in_flight:
+                self._idle.set()
+        if isinstance(result, TaskErrorMessage) and result.error_code == "not_found":
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        return self.mcp_result(params.name, result)
+
+    def mcp_result(self, name: str, result: ToolResult) -> types.CallToolResult:
+        """A call's result as MCP carries it: text, and structured content when declared."""
+        if isinstance(result, TaskErrorMessage):
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=result.error)], is_error=True
+            )
+        value = result.result
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        content: list[Any] = [types.TextContent(type="text", text=text)]
+        tool = self._listed.get(name)
+        if tool is not None and tool.output_schema is not None:
+            structured = value if _is_object_schema_of(tool, value) else {RESULT_KEY: value}
+            return types.CallToolResult(content=content, structured_content=structured)
+        if isinstance(value, dict):
+            return types.CallToolResult(content=content, structured_content=value)
+        return types.CallToolResult(content=content)
+
+    async def drained(self) -> None:
+        """Return once no call is in flight."""
+        await self._idle.wait()
+
+    # -- transports ------------------------------------------------------------------
+
+    async def serve_stdio(self) -> None:
+        """Serve one client on stdin/stdout until it disconnects (or this is cancelled)."""
+        from mcp.server.stdio import stdio_server
+
+        async with anyio.create_task_group() as group:
+            await group.start(self.follow)
+            async with stdio_server() as (read, write):
+                await self.server.run(read, write, self.server.create_initialization_options())
+            group.cancel_scope.cancel()
+
+    async def serve_http(
+        self,
+        host: str,
+        port: int,
+        *,
+        stop: Callable[[], Awaitable[None]] | None = None,
+        task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Serve streamable HTTP on ``http://host:port/mcp`` until ``stop`` returns.
+
+        ``task_status.started`` gets the port once it listens (useful with port 0).
+        In-flight calls finish before the server stops.
+        """
+        import uvicorn
+
+        app = self.server.streamable_http_app(stateless_http=False)
+        config = uvicorn.Config(
+            app, host=host, port=port, log_level="warning", lifespan="on", log_config=None
+        )
+        server = uvicorn.Server(config)
+        async with anyio.create_task_group() as group:
+            await group.start(self.follow)
+            async with anyio.create_task_group() as http:
+                http.start_soon(server.serve)
+                with anyio.fail_after(STARTUP_SECONDS):
+                    while not server.started:  # noqa: ASYNC110 - uvicorn has no event for it
+                        await anyio.sleep(0.02)
+                task_status.started(_bound_port(server, port))
+                if stop is None:
+                    await anyio.sleep_forever()
+                else:
+                    await stop()
+                with anyio.move_on_after(DRAIN_SECONDS):
+                    await self.drained()
+                server.should_exit = True
+            group.cancel_scope.cancel()
+
+
+def mcp_tool(info: ToolInfo, names: McpNames) -> types.Tool:
+    """One registered tool as an MCP ``Tool``."""
+    output = info.output_schema
+    if output is not None and output.get("type") != "object":
+        # MCP's structured content is an object: other results are wrapped in one.
+        output = {"type": "object", "properties": {RESULT_KEY: output}, "required": [RESULT_KEY]}
+    hints = {_HINTS[key]: value for key, value in info.annotations.items() if key in _HINTS}
+    return types.Tool(
+        name=names.to_mcp[info.name],
+        title=info.annotations.get("title"),
+        description=info.description,
+        input_schema=info.input_schema,
+        output_schema=output,
+        annotations=types.ToolAnnotations(**hints) if hints else None,
+    )
+
+
+def _is_object_schema_of(tool: types.Tool, value: Any) -> bool:
+    schema = tool.output_schema or {}
+    wrapped = list(schema.get("required", ())) == [RESULT_KEY] and set(
+        schema.get("properties", {})
+    ) == {RESULT_KEY}
+    return isinstance(value, dict) and not wrapped
+
+
+def trace_id_of(meta: dict[str, Any]) -> str | None:
+    """The trace id of a W3C ``traceparent`` in ``_meta`` (None when absent or malformed)."""
+    parent = meta.get("traceparent")
+    if isinstance(parent, str):
+        match = _TRACEPARENT.match(parent.strip().lower())
+        if match is not None:
+            return match.group(1)
+    return None
+
+
+def _thread_of(ctx: ServerRequestContext[Any]) -> str | None:
+    thread = (ctx.meta or {}).get(THREAD_META)
+    if isinstance(thread, str) and thread:
+        return thread
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        value = headers.get(THREAD_HEADER)
+        if value:
+            return str(value)
+    return None
+
+
+def _bound_port(server: Any, default: int) -> int:
+    with contextlib.suppress(Exception):
+        for listener in server.servers:
+            for sock in listener.sockets:
+                return int(sock.getsockname()[1])
+    return default
