@@ -1,7 +1,9 @@
 """``argentic-tools mcp serve`` and ``argentic-tools mcp bridge`` (the ``mcp`` extra)."""
 
 import argparse
+import functools
 import importlib
+import sys
 from types import ModuleType
 
 import anyio
@@ -58,7 +60,15 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
         await settle(manager, args.wait)
         gateway = gateway_module.McpGateway(manager, timeout=args.timeout)
         if address is not None:
-            await gateway.serve_http(*address, stop=stop.requested.wait)
+            async with anyio.create_task_group() as group:
+                http = functools.partial(gateway.serve_http, *address, stop=stop.requested.wait)
+                port = await group.start(http)
+                # Plain, unwrapped and flushed: scripts (and tests) read the address here.
+                print(
+                    f"MCP gateway listening on http://{address[0]}:{port}/mcp",
+                    file=sys.stderr,
+                    flush=True,
+                )
             return EXIT_OK
         async with anyio.create_task_group() as group:
 
