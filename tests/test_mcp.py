@@ -1,13 +1,15 @@
 """The fleet in the MCP ecosystem, with real components only: the official MCP client
 against ``argentic-tools mcp serve`` (stdio and streamable HTTP, both protocol eras), and
-the real third-party ``mcp-server-time`` brought onto the bus by the bridge."""
+the real third-party ``mcp-server-time`` brought onto the bus by the bridge.
+
+The full loop (MCP client -> gateway -> MQTT -> ``argentic-tools mcp bridge`` ->
+``mcp-server-time``) runs as the README shows it, in ``tests/test_readme.py``."""
 
 import contextlib
 import functools
 import os
 import pathlib
 import signal
-import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -393,39 +395,3 @@ async def test_the_bridge_brings_a_real_mcp_server_onto_the_bus_and_restarts_it(
         result = await manager.execute_tool("get_current_time", {"timezone": "UTC"})
         assert result.ok, result
         group.cancel_scope.cancel()
-
-
-async def test_mcp_client_to_gateway_to_bus_to_bridge_to_a_real_mcp_server(
-    mosquitto: Mosquitto, prefix: str
-) -> None:
-    bridge = await anyio.open_process(
-        [
-            sys.executable,
-            "-m",
-            "argentic_tools",
-            "mcp",
-            "bridge",
-            "--broker",
-            mosquitto.url,
-            "--topic-prefix",
-            prefix,
-            "--",
-            *TIME_SERVER,
-        ],
-        cwd=ROOT,
-        env=child_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        async with Client(stdio_gateway(mosquitto.url, prefix)) as client:
-            await wait_for_tool_listed(client, "get_current_time")
-            result = await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"})
-            assert not result.is_error, result
-            assert result.structured_content is not None
-            assert result.structured_content["timezone"] == "Asia/Tokyo"
-    finally:
-        bridge.send_signal(signal.SIGTERM)
-        with anyio.fail_after(15):
-            assert await bridge.wait() == 0
-        await bridge.aclose()

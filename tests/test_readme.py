@@ -6,14 +6,19 @@ Python blocks run against a private mosquitto: the only change is the broker add
 ``argentic-tools`` command the README shows must exist.
 """
 
+import json
 import re
+import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 
 from .brokers import Mosquitto, child_env, uncovered_env
+from .conftest import ROOT
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
@@ -91,6 +96,62 @@ def test_readme_python_blocks_run_against_a_real_broker(
         "cancelled at the tool",
         "cancelled",
     ]
+
+
+MCP_CONFIGS = [
+    json.loads(block)
+    for block in re.findall(r"```json\n(.*?)```", README.read_text(), flags=re.S)
+    if "mcpServers" in block
+]
+BRIDGE = re.findall(r"^(argentic-tools mcp bridge .*)$", README.read_text(), flags=re.M)
+
+
+def as_run_here(command: list[str], broker: str) -> list[str]:
+    """A README command as this interpreter runs it, against the test broker."""
+    if command[0] == "argentic-tools":
+        command = [sys.executable, "-m", "argentic_tools", *command[1:]]
+    replaced = {"mqtt://localhost:1883": broker, "python": sys.executable}
+    return [replaced.get(part, part) for part in command]
+
+
+@pytest.mark.anyio
+async def test_readme_mcp_config_and_bridge_work_together(mosquitto: Mosquitto) -> None:
+    """The full loop: MCP client -> gateway (the README's config) -> MQTT -> bridge (the
+    README's command) -> the real mcp-server-time."""
+    pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    (config,) = MCP_CONFIGS
+    (bridge_line,) = BRIDGE
+    server = config["mcpServers"]["fleet"]
+    gateway = as_run_here([server["command"], *server["args"]], mosquitto.url)
+    bridge = await anyio.open_process(
+        as_run_here(shlex.split(bridge_line), mosquitto.url),
+        cwd=ROOT,
+        env=child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        parameters = StdioServerParameters(
+            command=gateway[0], args=gateway[1:], env=child_env(), cwd=ROOT
+        )
+        async with Client(parameters) as client:
+            with anyio.fail_after(30):
+                while "get_current_time" not in {
+                    t.name for t in (await client.list_tools(cache_mode="refresh")).tools
+                }:
+                    await anyio.sleep(0.05)
+            result = await client.call_tool("get_current_time", {"timezone": "Asia/Tokyo"})
+            assert not result.is_error, result
+            assert result.structured_content is not None
+            assert result.structured_content["timezone"] == "Asia/Tokyo"
+    finally:
+        bridge.send_signal(signal.SIGTERM)
+        with anyio.fail_after(15):
+            assert await bridge.wait() == 0
+        await bridge.aclose()
 
 
 @pytest.mark.parametrize(
