@@ -22,6 +22,7 @@ import pytest
 mcp = pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
 import mcp_types as types  # noqa: E402
+from anyio.abc import Process  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
@@ -259,8 +260,8 @@ async def initialize_at(session: ClientSession, version: str) -> types.Initializ
 
 
 @contextlib.asynccontextmanager
-async def http_gateway(url: str, prefix: str) -> AsyncIterator[str]:
-    """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL."""
+async def http_gateway(url: str, prefix: str) -> AsyncIterator[tuple[str, Process]]:
+    """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL and process."""
     process = await anyio.open_process(
         gateway_command(url, prefix, "--http", "127.0.0.1:0", "--log-level", "INFO"),
         cwd=ROOT,
@@ -273,7 +274,7 @@ async def http_gateway(url: str, prefix: str) -> AsyncIterator[str]:
             while b"/mcp\n" not in text:
                 text += await process.stderr.receive()
         line = text.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode()
-        yield line.strip()
+        yield line.strip(), process
     finally:
         process.send_signal(signal.SIGTERM)
         with anyio.move_on_after(15):
@@ -286,7 +287,7 @@ async def http_gateway(url: str, prefix: str) -> AsyncIterator[str]:
 async def test_the_http_gateway_serves_every_era_and_per_thread_views(
     mosquitto: Mosquitto, mcp_prefix: str, long_tools: ToolProcess, tmp_path: pathlib.Path
 ) -> None:
-    async with http_gateway(mosquitto.url, mcp_prefix) as url:
+    async with http_gateway(mosquitto.url, mcp_prefix) as (url, _):
         for mode in ("auto", "legacy"):
             async with Client(url, mode=mode) as client:
                 await check_calls(client.call_tool, tmp_path, f"http-{mode}")
@@ -298,6 +299,52 @@ async def test_the_http_gateway_serves_every_era_and_per_thread_views(
             assert "steps" in names
             result = await session.call_tool("steps", {"count": 1, "interval": 0})
             assert result.structured_content == {"result": 1}
+
+
+async def test_sigterm_lets_the_gateway_finish_the_calls_in_flight(
+    mosquitto: Mosquitto, mcp_prefix: str, long_tools: ToolProcess
+) -> None:
+    started = Progress()
+    async with Client(stdio_gateway(mosquitto.url, mcp_prefix)) as client:
+        (gateway,) = children_running(b"serve")
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                results: list[types.CallToolResult] = []
+
+                async def long_call() -> None:
+                    arguments = {"count": 5, "interval": 0.1}
+                    results.append(
+                        await client.call_tool("steps", arguments, progress_callback=started)
+                    )
+
+                group.start_soon(long_call)
+                with anyio.fail_after(15):
+                    await started.first.wait()
+                os.kill(gateway, signal.SIGTERM)
+        assert results[0].structured_content == {"result": 5}
+        with anyio.fail_after(15):
+            while gateway in children_running(b"serve"):
+                await anyio.sleep(0.05)
+
+
+async def test_a_broker_outage_ends_mcp_calls_with_a_clear_error(
+    private_mosquitto: Mosquitto, topics: Topics
+) -> None:
+    broker = private_mosquitto
+    async with (
+        ToolService(broker.url, [lookup], topics=topics),
+        messager_for(broker.url, topics) as messager,
+        manager_for(messager, topics) as manager,
+    ):
+        await manager.wait_for_tool("lookup", timeout=10)
+        gateway = McpGateway(manager, timeout=1)
+        async with Client(gateway.server) as client:  # the SDK's in-process transport
+            assert (await client.call_tool("lookup", {"key": "a"})).structured_content
+            broker.kill()
+            with anyio.fail_after(10):
+                result = await client.call_tool("lookup", {"key": "b"})
+            assert result.is_error
+            assert text_of(result).startswith("Tool 'lookup'")
 
 
 async def test_a_thread_sees_and_calls_only_the_tools_its_policy_allows(
@@ -354,6 +401,11 @@ def test_the_sdk_internals_the_gateway_uses_are_still_there() -> None:
 
 def time_server_pids() -> list[int]:
     """Processes of ``mcp_server_time`` started by this test process."""
+    return children_running(b"mcp_server_time")
+
+
+def children_running(marker: bytes) -> list[int]:
+    """Child processes of this test process whose command line contains ``marker``."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -366,7 +418,7 @@ def time_server_pids() -> list[int]:
         parent = next(
             (int(line.split()[1]) for line in status.splitlines() if line.startswith("PPid:")), 0
         )
-        if b"mcp_server_time" in cmdline and parent == os.getpid():
+        if any(marker in part for part in cmdline) and parent == os.getpid():
             found.append(int(entry))
     return found
 

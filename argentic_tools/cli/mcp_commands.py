@@ -11,9 +11,6 @@ import anyio
 from .._agent.manager import ToolManager
 from .common import EXIT_OK, CliError, StopRequest, connected_manager
 
-DRAIN_SECONDS = 30.0
-"""How long a stopping gateway lets in-flight calls finish."""
-
 QUIET_SECONDS = 0.1
 """A registry without a change for this long counts as settled."""
 
@@ -70,17 +67,8 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
                     flush=True,
                 )
             return EXIT_OK
-        async with anyio.create_task_group() as group:
-
-            async def serve() -> None:
-                await gateway.serve_stdio()
-                group.cancel_scope.cancel()  # the client went away
-
-            group.start_soon(serve)
-            await stop.requested.wait()
-            with anyio.move_on_after(DRAIN_SECONDS):
-                await gateway.drained()
-            group.cancel_scope.cancel()
+        # Until the client goes away, or SIGTERM: then the calls in flight finish first.
+        await gateway.serve_stdio(stop=stop.requested.wait)
     return EXIT_OK
 
 

@@ -18,10 +18,12 @@ One server answers both protocol eras: the stateless 2026-07-28 revision and
 the handshake era (2025-11-25, 2025-06-18 and older).
 """
 
+import asyncio
 import contextlib
 import json
 import logging
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -54,6 +56,10 @@ STARTUP_SECONDS = 10.0
 
 DRAIN_SECONDS = 30.0
 """How long a stopping gateway lets in-flight calls finish."""
+
+QUIET_SECONDS = 0.5
+"""How long a stopping gateway waits, after the last call finished, for a client's
+follow-up requests."""
 
 RESULT_KEY = "result"
 """Where a result that is not a JSON object goes in ``structuredContent``."""
@@ -116,6 +122,7 @@ class McpGateway:
         self._fingerprint = ""
         self._idle = anyio.Event()
         self._idle.set()
+        self._activity = anyio.Event()
         self.server = _Server(
             name,
             version=__version__,
@@ -156,9 +163,14 @@ class McpGateway:
             if self._names.registry_name(name) in allowed
         ]
 
+    def _active(self) -> None:
+        self._activity.set()
+        self._activity = anyio.Event()
+
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        self._active()
         self._refresh()
         return types.ListToolsResult(tools=self._view(_thread_of(ctx)))
 
@@ -210,6 +222,7 @@ class McpGateway:
                 await ctx.session.report_progress(progress, total, message)
 
         context = CallContext(thread_id=_thread_of(ctx), trace_id=trace_id_of(meta))
+        self._active()
         self.in_flight += 1
         self._idle = anyio.Event()
         try:
@@ -225,6 +238,7 @@ class McpGateway:
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
+            self._active()
         if isinstance(result, TaskErrorMessage) and result.error_code == "not_found":
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         return self.mcp_result(params.name, result)
@@ -252,15 +266,44 @@ class McpGateway:
 
     # -- transports ------------------------------------------------------------------
 
-    async def serve_stdio(self) -> None:
-        """Serve one client on stdin/stdout until it disconnects (or this is cancelled)."""
+    async def serve_stdio(self, stop: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Serve one client on stdin/stdout until it disconnects or ``stop`` returns.
+
+        After ``stop``, requests are still served until the calls in flight have
+        finished and the client has been quiet for a moment (see :meth:`settled`).
+        """
         from mcp.server.stdio import stdio_server
 
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
-            async with stdio_server() as (read, write):
+            if stop is not None:
+                group.start_soon(self._stop_when_settled, stop, group.cancel_scope)
+            stdin = await _cancellable_stdin()
+            async with stdio_server(stdin=stdin) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
             group.cancel_scope.cancel()
+
+    async def _stop_when_settled(
+        self, stop: Callable[[], Awaitable[None]], scope: anyio.CancelScope
+    ) -> None:
+        await stop()
+        with anyio.move_on_after(DRAIN_SECONDS):
+            await self.settled()
+        scope.cancel()
+
+    async def settled(self) -> None:
+        """Return once no call is in flight and no request came for ``QUIET_SECONDS``.
+
+        A client may follow a result with requests of its own (the MCP SDK's client
+        lists the tools again to check a result against its output schema), so a
+        stopping gateway keeps answering until the client is quiet.
+        """
+        while True:
+            await self.drained()
+            with anyio.move_on_after(QUIET_SECONDS) as quiet:
+                await self._activity.wait()
+            if quiet.cancelled_caught and not self.in_flight:
+                return
 
     async def serve_http(
         self,
@@ -295,9 +338,44 @@ class McpGateway:
                 else:
                     await stop()
                 with anyio.move_on_after(DRAIN_SECONDS):
-                    await self.drained()
+                    await self.settled()
                 server.should_exit = True
             group.cancel_scope.cancel()
+
+
+STDIN_LINE_LIMIT = 64 * 1024 * 1024
+"""Longest JSON-RPC message read from stdin."""
+
+
+class _StdinLines:
+    """Lines of stdin read without a worker thread, so a stopping gateway is not held up.
+
+    The SDK reads stdin in a thread, which a cancellation must wait for (until the
+    client writes or closes): a gateway stopped by SIGTERM would hang there.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+
+    def __aiter__(self) -> "_StdinLines":
+        return self
+
+    async def __anext__(self) -> str:
+        line = await self._reader.readline()
+        if not line:
+            raise StopAsyncIteration
+        return line.decode("utf-8", errors="replace")
+
+
+async def _cancellable_stdin() -> Any:
+    """Stdin as :class:`_StdinLines` when it is a pipe or a terminal; else None (the SDK's)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=STDIN_LINE_LIMIT)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    except (ValueError, OSError):  # a regular file or /dev/null: the SDK reads it
+        return None
+    return _StdinLines(reader)
 
 
 def mcp_tool(info: ToolInfo, names: McpNames) -> types.Tool:
