@@ -301,6 +301,11 @@ class ToolManager(AsyncResource):
         async with asyncio.timeout(timeout):
             return await self._registry.wait_for(tool_name_or_id)
 
+    @property
+    def registry_version(self) -> int:
+        """A number that grows whenever the registry changes (cheap to compare)."""
+        return self._registry.version
+
     async def registry_changed(self) -> None:
         """Return at the next change of the registry: a tool registered again, joined or left.
 

@@ -96,6 +96,8 @@ class ToolRegistry:
         self._by_name: dict[str, list[Entry]] = {}
         self._round_robin = 0
         self._waiters: set[asyncio.Future[None]] = set()
+        self.version = 0
+        """Grows at every registration, re-registration and removal."""
         self._prompt_cache: str | None = None
         self._export_cache: dict[tuple[str, bool], list[dict[str, Any]]] = {}
         self._validators = ValidatorCache()
@@ -388,6 +390,7 @@ class ToolRegistry:
             await self.changed()
 
     def _changed(self) -> None:
+        self.version += 1
         self._prompt_cache = None
         self._export_cache.clear()
         for waiter in self._waiters:

@@ -120,6 +120,7 @@ class McpGateway:
         self._names = McpNames([])
         self._listed: dict[str, types.Tool] = {}
         self._fingerprint = ""
+        self._version = -1
         self._idle = anyio.Event()
         self._idle.set()
         self._activity = anyio.Event()
@@ -140,7 +141,15 @@ class McpGateway:
     # -- the list ------------------------------------------------------------------
 
     def _refresh(self) -> bool:
-        """Rebuild the names and the full listing; True when what clients see changed."""
+        """Rebuild the names and the full listing; True when what clients see changed.
+
+        Rebuilt only when the registry changed since the last time (listing a
+        thousand tools would otherwise rebuild a thousand MCP tools per request).
+        """
+        version = self.manager.registry_version
+        if version == self._version:
+            return False
+        self._version = version
         tools = self.manager.get_available_tools()
         self._names = McpNames(info.name for info in tools)
         listed = {self._names.to_mcp[info.name]: mcp_tool(info, self._names) for info in tools}
