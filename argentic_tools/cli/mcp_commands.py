@@ -2,6 +2,7 @@
 
 import argparse
 import functools
+import gc
 import importlib
 import sys
 from types import ModuleType
@@ -55,6 +56,10 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
     address = host_and_port(args.http) if args.http else None
     async with connected_manager(args) as manager:
         await settle(manager, args.wait)
+        # What exists now lives as long as the gateway: keep it out of the collector's
+        # full passes, which otherwise stalled a 1,000-tool listing by ~130 ms at random.
+        gc.collect()
+        gc.freeze()
         gateway = gateway_module.McpGateway(manager, timeout=args.timeout)
         if address is not None:
             async with anyio.create_task_group() as group:
