@@ -345,6 +345,8 @@ async def test_a_broker_outage_ends_mcp_calls_with_a_clear_error(
                 result = await client.call_tool("lookup", {"key": "b"})
             assert result.is_error
             assert text_of(result).startswith("Tool 'lookup'")
+            # Back, so that the tool and the manager shut down without waiting on it.
+            await anyio.to_thread.run_sync(broker.start)
 
 
 async def test_a_thread_sees_and_calls_only_the_tools_its_policy_allows(
