@@ -39,6 +39,7 @@ from ._errors import (
     ToolOfflineError,
     ToolsError,
     ToolTimeoutError,
+    ToolUnavailableError,
     ValidationError,
 )
 from ._logging import LogLevel
@@ -134,6 +135,7 @@ __all__ = [
     "ToolSpec",
     "ToolStream",
     "ToolTimeoutError",
+    "ToolUnavailableError",
     "ToolUnregisteredMessage",
     "ToolsError",
     "Topics",

@@ -11,6 +11,7 @@ catches a tool timeout and ``except ConnectionError`` a broker failure::
     │   └── PayloadTooLargeError             a payload exceeds the configured limit
     ├── ToolDefinitionError ................ (also TypeError) a tool cannot be built
     ├── RegistrationError                    the manager refused a registration
+    ├── ToolUnavailableError ............... (also TimeoutError) wait_for_tool ran out of time
     └── ToolCallError                        one call did not succeed
         ├── ToolNotFoundError .............. (also LookupError)
         ├── ToolNotEnabledError              the thread's policy does not allow the tool
@@ -57,6 +58,14 @@ class ToolDefinitionError(ToolsError, TypeError):
 
 class RegistrationError(ToolsError):
     """A tool could not be registered with a manager."""
+
+
+class ToolUnavailableError(ToolsError, TimeoutError):
+    """``wait_for_tool`` ran out of time: no tool of that name (or id) registered.
+
+    The message names the tool, the broker, the closest registered name and what
+    is registered.
+    """
 
 
 class ToolCallError(ToolsError):

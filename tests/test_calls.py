@@ -16,8 +16,10 @@ from argentic_tools import (
     ToolManager,
     ToolRegisteredMessage,
     ToolService,
+    ToolUnavailableError,
     Topics,
     parse_message,
+    tool,
 )
 
 from .brokers import Mosquitto
@@ -257,3 +259,24 @@ async def test_set_log_level_accepts_names(manager: ToolManager) -> None:
     assert manager.logger.level == 30
     with pytest.raises(ValueError, match="unknown log level"):
         manager.set_log_level("LOUD")
+
+
+async def test_waiting_for_a_missing_tool_says_what_is_registered_and_what_was_meant(
+    manager: ToolManager, mosquitto: Mosquitto, topics: Topics
+) -> None:
+    @tool
+    def multiply(a: int, b: int) -> int:
+        """Multiply."""
+        return a * b
+
+    async with ToolService(mosquitto.url, [multiply], topics=topics):
+        await manager.wait_for_tool("multiply", timeout=10)
+        with pytest.raises(ToolUnavailableError) as caught:
+            await manager.wait_for_tool("multply", timeout=0.05)
+        assert isinstance(caught.value, TimeoutError)
+        text = str(caught.value)
+        assert text.startswith(f"Tool 'multply' is not registered on {mosquitto.url}")
+        assert "Did you mean 'multiply'? Registered: multiply." in text
+        result = await manager.execute_tool("Multiply", {"a": 2, "b": 3})
+        assert isinstance(result, TaskErrorMessage)
+        assert result.error == "Tool 'Multiply' not found. Did you mean 'multiply'?"

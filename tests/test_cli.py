@@ -50,9 +50,13 @@ def connection(url: str, prefix: str) -> list[str]:
     return ["--broker", url, "--topic-prefix", prefix]
 
 
-async def run_cli(*args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[bytes]:
+async def run_cli(
+    *args: str, timeout: float = TIMEOUT, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    environment = child_env()
+    environment.update(env or {})
     with anyio.fail_after(timeout):
-        return await anyio.run_process(cli(*args), check=False, cwd=ROOT, env=child_env())
+        return await anyio.run_process(cli(*args), check=False, cwd=ROOT, env=environment)
 
 
 def lines(data: bytes) -> list[str]:
@@ -177,12 +181,21 @@ async def test_call_prints_the_result_as_json_and_exits_0(
     served: str, mosquitto: Mosquitto
 ) -> None:
     prefix = served
+    # The broker from the environment, typed as people do: host:port, no scheme.
     completed = await run_cli(
-        "call", "echo", '{"message": "hi"}', *connection(mosquitto.url, prefix)
+        "call",
+        "echo",
+        '{"message": "hi"}',
+        "--topic-prefix",
+        prefix,
+        env={"ARGENTIC_TOOLS_BROKER": f"127.0.0.1:{mosquitto.port}"},
     )
     assert completed.returncode == 0, completed.stderr
     assert json.loads(completed.stdout) == "hi"
     assert completed.stderr == b""
+    refused = await run_cli("call", "echo", "{}", "--timeout", "-1")
+    assert refused.returncode == 2
+    assert "--timeout: '-1': give a number of seconds above 0" in refused.stderr.decode()
 
 
 async def test_call_with_invalid_arguments_exits_1_naming_the_problem(
@@ -232,15 +245,18 @@ async def test_call_with_a_json_array_exits_2_asking_for_an_object(
 
 
 async def test_call_of_an_unknown_tool_exits_1_with_one_line(
-    mosquitto: Mosquitto, prefix: str
+    served: str, mosquitto: Mosquitto
 ) -> None:
+    prefix = served
     completed = await run_cli(
-        "call", "no_such_tool", "{}", "--wait", "0.1", *connection(mosquitto.url, prefix)
+        "call", "ecko", "{}", "--wait", "0.1", *connection(mosquitto.url, prefix)
     )
     assert completed.returncode == 1
     line = one_error_line(completed)
-    assert "'no_such_tool' not found" in line
+    assert "'ecko' not found" in line
     assert prefix in line
+    assert "Did you mean 'echo'?" in line
+    assert "Registered: echo, sleep." in line
 
 
 async def test_call_against_an_unreachable_broker_exits_2_with_one_line(prefix: str) -> None:

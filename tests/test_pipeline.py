@@ -338,8 +338,9 @@ async def test_messy_llm_arguments_get_messages_that_say_what_to_fix(
 async def test_unknown_tool_error_lists_what_exists(agent: ToolManager) -> None:
     result = await agent.execute_tool("ad", {"a": 1})
     assert isinstance(result, TaskErrorMessage)
-    assert result.error == "Tool 'ad' not found."
+    assert result.error == "Tool 'ad' not found. Did you mean 'add'?"
     assert set(result.details["available"]) >= {"add", "nap"}
+    assert result.details["suggestion"] == "add"
 
 
 async def test_exports_match_each_providers_documented_shape(agent: ToolManager) -> None:

@@ -64,6 +64,7 @@ PUBLIC_NAMES = [
     "ToolSpec",
     "ToolStream",
     "ToolTimeoutError",
+    "ToolUnavailableError",
     "ToolUnregisteredMessage",
     "ToolsError",
     "Topics",

@@ -129,14 +129,19 @@ class CallBook:
         context, watch = spec.context, spec.watch
         entry = self.registry.lookup(name)
         if entry is None:
+            suggestion = self.registry.closest(name)
+            hint = f" Did you mean '{suggestion}'?" if suggestion else ""
+            details: dict[str, Any] = {"available": self.registry.names()}
+            if suggestion:
+                details["suggestion"] = suggestion
             return self.error(
                 label or task_id,
                 "unknown",
                 name,
                 arguments,
-                f"Tool '{name}' not found.",
+                f"Tool '{name}' not found.{hint}",
                 "not_found",
-                details={"available": self.registry.names()},
+                details=details,
             )
         info = entry.info
         thread_id = context.thread_id if context else None

@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 
-from .._errors import BrokerError, PayloadTooLargeError, ProtocolError
+from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, ToolUnavailableError
 from .._lifecycle import AsyncResource, TaskSet
 from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
 from .._protocol.messages import (
@@ -56,6 +56,9 @@ from .registry import (
 from .streams import ToolStream
 
 logger = logging.getLogger("argentic_tools.manager")
+
+WAIT_NAMES_SHOWN = 20
+"""Registered names a wait_for_tool timeout lists."""
 
 CANCEL_SEND_SECONDS = 2.0
 """How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
@@ -295,11 +298,37 @@ class ToolManager(AsyncResource):
         """Wait until a tool with this name (or id) is registered, and return it.
 
         Raises:
-            TimeoutError: It did not register within ``timeout`` seconds.
+            ToolUnavailableError: It did not register within ``timeout`` seconds (a
+                ``TimeoutError`` too); the message names the broker, the closest
+                registered name and what is registered.
 
         """
-        async with asyncio.timeout(timeout):
-            return await self._registry.wait_for(tool_name_or_id)
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._registry.wait_for(tool_name_or_id)
+        except TimeoutError:
+            raise ToolUnavailableError(self._not_registered(tool_name_or_id, timeout)) from None
+
+    def _not_registered(self, name: str, timeout: float | None) -> str:
+        names = sorted(self._registry.names())
+        suggestion = self._registry.closest(name)
+        text = (
+            f"Tool '{name}' is not registered on {self.messager.url} "
+            f"(topic {self.topics.register!r}) after {timeout or 0:g} s."
+        )
+        if suggestion:
+            text += f" Did you mean '{suggestion}'?"
+        if names:
+            shown = ", ".join(names[:WAIT_NAMES_SHOWN])
+            more = (
+                f" and {len(names) - WAIT_NAMES_SHOWN} more"
+                if len(names) > WAIT_NAMES_SHOWN
+                else ""
+            )
+            text += f" Registered: {shown}{more}."
+        else:
+            text += " No tool is registered: are the tool processes running, on this broker?"
+        return text
 
     @property
     def registry_version(self) -> int:

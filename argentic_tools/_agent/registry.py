@@ -7,6 +7,7 @@ resolves a name to an instance, and lets callers wait for changes. The
 """
 
 import asyncio
+import difflib
 import json
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -121,12 +122,22 @@ class ToolRegistry:
         return list(self._by_source.get(source, {}).values())
 
     def find(self, tool_name_or_id: str) -> Entry | None:
-        """The instance with this id, else the first one with this name (no rotation)."""
+        """The instance with this id, else the first one with this name (no rotation).
+
+        A provider-safe name the exports gave (``Email_Sender`` for ``Email Sender``)
+        finds its tool too.
+        """
         entry = self._entries.get(tool_name_or_id)
         if entry is None:
-            entries = self._by_name.get(tool_name_or_id)
+            entries = self._by_name.get(tool_name_or_id) or self._spelled(tool_name_or_id)
             entry = entries[0] if entries else None
         return entry
+
+    def _spelled(self, safe_name: str) -> list[Entry] | None:
+        """The instances of the tool whose provider-safe name is ``safe_name``."""
+        return next(
+            (e for name, e in self._by_name.items() if provider_name(name) == safe_name), None
+        )
 
     def lookup(self, tool_name_or_id: str) -> Entry | None:
         """The instance to call: by id, by name (rotating), or by provider-safe name.
@@ -136,18 +147,25 @@ class ToolRegistry:
         entry = self._entries.get(tool_name_or_id)
         if entry is not None:
             return entry
-        entries = self._by_name.get(tool_name_or_id)
+        entries = self._by_name.get(tool_name_or_id) or self._spelled(tool_name_or_id)
         if not entries:
-            entries = next(
-                (e for name, e in self._by_name.items() if provider_name(name) == tool_name_or_id),
-                None,
-            )
-            if not entries:
-                return None
+            return None
         if len(entries) == 1:
             return entries[0]
         self._round_robin += 1
         return entries[self._round_robin % len(entries)]
+
+    def closest(self, name: str) -> str | None:
+        """The registered name most like ``name`` (for "did you mean"), if one is close."""
+        names = self.names()
+        folded = {candidate.casefold(): candidate for candidate in names}
+        if name.casefold() in folded:
+            return folded[name.casefold()]
+        by_spelling = {provider_name(candidate): candidate for candidate in names}
+        matches = difflib.get_close_matches(name, [*names, *by_spelling], n=1, cutoff=0.6)
+        if not matches:
+            return None
+        return by_spelling.get(matches[0], matches[0])
 
     def prompt_json(self) -> str:
         """Document 004's prompt JSON, rebuilt only when the registry changed."""

@@ -4,6 +4,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -193,12 +194,17 @@ class ToolService(AsyncResource):
                 await self.aclose()
 
 
+BROKER_VARIABLE = "ARGENTIC_TOOLS_BROKER"
+"""Environment variable with the default broker of every command."""
+
+
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--broker``, ``--topic-prefix``, TLS and ``--log-level`` options to ``parser``."""
     parser.add_argument(
         "--broker",
-        default="mqtt://127.0.0.1:1883",
-        help="broker URL, mqtt://[user:pass@]host:port or mqtts://...",
+        default=os.environ.get(BROKER_VARIABLE) or "mqtt://127.0.0.1:1883",
+        help=f"broker URL, mqtt://[user:pass@]host:port, mqtts://... or host:port; "
+        f"${BROKER_VARIABLE} sets the default",
     )
     parser.add_argument("--topic-prefix", default=None, help="prefix for all protocol topics")
     parser.add_argument("--ca-file", default=None, help="CA certificate for mqtts:// brokers")

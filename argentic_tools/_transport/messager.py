@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import re
 import socket
 import ssl
 from collections.abc import Awaitable, Callable
@@ -58,6 +59,10 @@ def _describe_mqtt_error(exc: Exception) -> str:
             return f"refused the connection: not authorised ({text})"
         return f"refused the connection ({text})"
     return str(exc) or type(exc).__name__
+
+
+_HOST_PORT = re.compile(r"^(\[[^\]]+\]|[^:/\[\]@]+):\d{1,5}$")
+"""``host:port`` (or ``[v6]:port``) typed without a scheme."""
 
 
 class Messager(AsyncResource):
@@ -110,7 +115,8 @@ class Messager(AsyncResource):
         connect_timeout: float = 10.0,
         persistent_session: bool | None = None,
     ) -> None:
-        if "://" in broker_address:
+        if "://" in broker_address or _HOST_PORT.match(broker_address):
+            # A URL, or "host:port" without a scheme (as people type it).
             url = BrokerURL.parse(broker_address)
             broker_address, port = url.host, url.port
             username = url.username or username

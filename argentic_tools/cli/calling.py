@@ -18,7 +18,6 @@ from rich.text import Text
 from .._protocol.messages import TaskErrorMessage, ToolResult
 from .commands import print_json
 from .common import EXIT_CALL_FAILED, EXIT_OK, CliError, StopRequest, connected_manager, stderr
-from .common import where as broker_description
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
@@ -49,12 +48,8 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
         with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
             try:
                 await manager.wait_for_tool(args.name, timeout=args.wait)
-            except TimeoutError:
-                raise CliError(
-                    f"tool {args.name!r} not found: nothing registered under that name on "
-                    f"{broker_description(args)} within {args.wait:g} s",
-                    EXIT_CALL_FAILED,
-                ) from None
+            except TimeoutError as exc:
+                raise CliError(f"tool {args.name!r} not found: {exc}", EXIT_CALL_FAILED) from None
         with CallView(args.name, json_lines=args.json) as view:
             stream = manager.stream_tool(
                 args.name,

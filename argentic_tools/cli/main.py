@@ -67,7 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
         options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
         if client:
             add_connection_arguments(options)
-        return commands.add_parser(name, help=help_text, description=help_text, parents=[options])
+        return commands.add_parser(
+            name,
+            help=help_text,
+            description=help_text,
+            parents=[options],
+            formatter_class=_HelpWithDefaults,
+        )
 
     broker = command("broker", "run the embedded MQTT broker until Ctrl-C", client=False)
     broker.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -98,20 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.add_argument(
         "--timeout",
-        type=float,
+        type=positive_seconds,
         default=None,
         help="seconds to wait for the result (30 by default; with --idle-timeout, the "
         "absolute limit unless --max-duration is given)",
     )
     call.add_argument(
         "--idle-timeout",
-        type=float,
+        type=positive_seconds,
         default=None,
         help="for long calls: give up after this many seconds without a progress report",
     )
     call.add_argument(
         "--max-duration",
-        type=float,
+        type=positive_seconds,
         default=None,
         help="with --idle-timeout: the absolute limit no progress extends",
     )
@@ -120,7 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print progress, streamed chunks and the result as JSON lines",
     )
-    call.add_argument("--wait", type=float, default=5.0, help="seconds to wait for the tool")
+    call.add_argument(
+        "--wait", type=positive_seconds, default=5.0, help="seconds to wait for the tool"
+    )
     call.set_defaults(run=call_command, log_level="WARNING")
 
     describe = command("describe", "export the tool registry for an LLM")
@@ -147,7 +155,11 @@ def build_parser() -> argparse.ArgumentParser:
         options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
         add_connection_arguments(options)
         return mcp_commands.add_parser(
-            name, help=help_text, description=help_text, parents=[options]
+            name,
+            help=help_text,
+            description=help_text,
+            parents=[options],
+            formatter_class=_HelpWithDefaults,
         )
 
     mcp_serve = mcp_command("serve", "serve the tools on the bus to MCP clients (stdio or HTTP)")
@@ -158,7 +170,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio",
     )
     mcp_serve.add_argument(
-        "--timeout", type=float, default=None, help="seconds a call may take (default 30)"
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        help="seconds a call may take (30 if unset)",
     )
     mcp_serve.add_argument(
         "--wait",
@@ -196,6 +211,26 @@ def build_parser() -> argparse.ArgumentParser:
         runner.add_argument("bench_args", nargs=argparse.REMAINDER)
         runner.set_defaults(sync=benchmark_command, debug=False)
     return parser
+
+
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows each option's default, when it has one worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False or not action.option_strings:
+            return action.help or ""
+        return super()._get_help_string(action) or ""
+
+
+def positive_seconds(text: str) -> float:
+    """A number of seconds above zero (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds above 0")
+    return value
 
 
 def _add_expect_argument(parser: argparse.ArgumentParser) -> None:
