@@ -249,7 +249,14 @@ async def test_call_of_an_unknown_tool_exits_1_with_one_line(
 ) -> None:
     prefix = served
     completed = await run_cli(
-        "call", "ecko", "{}", "--wait", "0.1", *connection(mosquitto.url, prefix)
+        # Long enough for the served tools to answer the CLI manager's announcement,
+        # even on a loaded machine: the message lists them.
+        "call",
+        "ecko",
+        "{}",
+        "--wait",
+        "2",
+        *connection(mosquitto.url, prefix),
     )
     assert completed.returncode == 1
     line = one_error_line(completed)

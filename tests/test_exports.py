@@ -39,6 +39,8 @@ def test_strict_schema_makes_optional_properties_required_and_nullable() -> None
         {"type": "object", "properties": {}, "additionalProperties": {"type": "string"}},
         {"type": "object", "properties": {"x": {"oneOf": [{"type": "string"}]}}},
         {"type": "array", "items": {"type": "string"}},
+        # An unannotated parameter (def greet(name)) takes any JSON value.
+        {"type": "object", "properties": {"name": {}}, "required": ["name"]},
     ],
 )
 def test_schemas_strict_mode_cannot_express_are_refused(schema: dict[str, object]) -> None:

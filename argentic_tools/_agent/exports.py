@@ -96,6 +96,9 @@ def _strict(schema: Any, *, top: bool = False) -> Any:
         if keyword in schema:
             raise NotStrictCompatibleError(f"strict mode cannot express '{keyword}'")
     out = {k: v for k, v in schema.items() if k not in _STRICT_UNSUPPORTED}
+    if not top and not any(k in out for k in ("type", "anyOf", "$ref", "enum", "const")):
+        # Any JSON value (an unannotated parameter): strict mode needs a type everywhere.
+        raise NotStrictCompatibleError("strict mode cannot express 'any JSON value'")
     if "$defs" in out:
         out["$defs"] = {k: _strict(v) for k, v in out["$defs"].items()}
     is_object = out.get("type") == "object" or "properties" in out

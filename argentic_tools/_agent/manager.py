@@ -172,7 +172,9 @@ class ToolManager(AsyncResource):
         """Subscribe to registrations and results, then announce this manager.
 
         Live tools answer the announcement by registering again, so a
-        restarted manager has its registry back within a round trip.
+        restarted manager has its registry back within a round trip; for the first
+        0.5 s a call to a name not registered yet waits for it (within its timeout)
+        instead of ending ``not_found`` at once.
 
         Raises:
             RuntimeError: Called twice.
@@ -187,6 +189,7 @@ class ToolManager(AsyncResource):
             await self.messager.subscribe(self.topics.response_filter, self._on_response)
             self.messager.add_reconnect_hook(self._reconnected)
             await self._announce()
+            self._membership.started()
         except BaseException:
             # Leave nothing attached: a failed start is as if it never happened.
             with anyio.CancelScope(shield=True):

@@ -43,6 +43,11 @@ REGISTRY_SETTLE_SECONDS = 2.0
 """After a reconnection, how long a call to a name not (yet) registered waits for its tool
 to register again before it ends ``not_found`` (within the call's own timeout)."""
 
+STARTUP_SETTLE_SECONDS = 0.5
+"""After a manager starts, how long a call to a name not (yet) registered waits for the
+live tools to answer its announcement before it ends ``not_found`` (within the call's own
+timeout): a script that calls a tool right after starting its manager finds it."""
+
 WILL_GRACE_SECONDS = 0.25
 """How long a Last Will waits before it counts: a broker that stops gracefully publishes
 every client's will just before it drops its connections, so a will followed by the loss
@@ -125,6 +130,10 @@ class Membership:
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
+
+    def started(self) -> None:
+        """The manager just announced itself: live tools are registering again."""
+        self._settle_until = asyncio.get_running_loop().time() + STARTUP_SETTLE_SECONDS
 
     def reconnected(self) -> None:
         """The manager's connection is back: tools may take a moment to register again."""
