@@ -22,7 +22,9 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
+import stat
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -377,7 +379,17 @@ class _StdinLines:
 
 
 async def _cancellable_stdin() -> Any:
-    """Stdin as :class:`_StdinLines` when it is a pipe or a terminal; else None (the SDK's)."""
+    """Stdin as :class:`_StdinLines` when it is a pipe or a socket; else None (the SDK's).
+
+    Not for a terminal: reading it this way makes it non-blocking, and a terminal is
+    shared with the shell that started us.
+    """
+    try:
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=STDIN_LINE_LIMIT)
     try:
