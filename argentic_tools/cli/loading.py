@@ -1,6 +1,7 @@
 """Finding tools to serve: ``module``, ``module:object`` or a path to a ``.py`` file."""
 
 import importlib
+import importlib.util
 import inspect
 import sys
 from collections.abc import Sequence
@@ -13,7 +14,7 @@ from .common import CliError
 
 
 def load_tools(specs: Sequence[str]) -> list[Any]:
-    """Resolve ``MODULE`` and ``MODULE:OBJECT`` references to tool objects.
+    """Resolve ``MODULE``, ``MODULE:OBJECT`` and ``path/to/file.py[:OBJECT]`` to tool objects.
 
     ``MODULE`` gives every ``@tool`` function and ``BaseTool`` instance in the
     module and every concrete ``BaseTool`` class defined there; ``OBJECT`` (a
@@ -48,12 +49,40 @@ def load_tools(specs: Sequence[str]) -> list[Any]:
 
 
 def _import(name: str) -> ModuleType:
+    if name.endswith(".py") or "/" in name:
+        return _import_file(Path(name))
     try:
         return importlib.import_module(name)
     except ImportError as exc:
         raise CliError(f"cannot import module {name!r}: {exc}") from None
     except Exception as exc:  # noqa: BLE001 - whatever the module's own code raised
         raise CliError(f"importing module {name!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _import_file(path: Path) -> ModuleType:
+    """Import a ``.py`` file as ``python path/to/file.py`` would see its neighbours."""
+    if not path.is_file():
+        raise CliError(f"no such file: {str(path)!r}")
+    loaded = sys.modules.get(path.stem)
+    if (
+        loaded is not None
+        and Path(getattr(loaded, "__file__", "") or "").resolve() == path.resolve()
+    ):
+        return loaded  # the same file named twice (FILE and FILE:OBJECT)
+    directory = str(path.resolve().parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)  # its sibling modules import as they do for python FILE
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot import {str(path)!r}: not a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - whatever the module's own code raised
+        del sys.modules[path.stem]
+        raise CliError(f"importing {str(path)!r} failed: {type(exc).__name__}: {exc}") from None
+    return module
 
 
 def _attribute(module: ModuleType, path: str, spec: str) -> Any:

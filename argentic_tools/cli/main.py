@@ -86,7 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
         "tools",
         nargs="+",
         metavar="MODULE[:OBJECT]",
-        help="a module (every tool in it) or MODULE:OBJECT (a tool or a list of tools)",
+        help="a module (every tool in it), MODULE:OBJECT (a tool or a list of tools), "
+        "or a file: path/to/tools.py[:OBJECT]",
     )
     add_service_arguments(serve)
     serve.set_defaults(run=serve_command, graceful=True)
