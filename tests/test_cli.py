@@ -202,13 +202,16 @@ async def test_call_with_invalid_arguments_exits_1_naming_the_problem(
     served: str, mosquitto: Mosquitto
 ) -> None:
     prefix = served
-    completed = await run_cli(
-        "call", "sleep", '{"seconds": -1}', *connection(mosquitto.url, prefix)
-    )
+    # KEY=VALUE typed by the tool's schema: a number, so the schema's minimum applies.
+    completed = await run_cli("call", "sleep", "seconds=-1", *connection(mosquitto.url, prefix))
     assert completed.returncode == 1
     line = one_error_line(completed)
-    assert "$.seconds" in line
+    assert "$.seconds: -1 is less than the minimum of 0" in line
     assert "[invalid_arguments]" in line
+    # ... and a string stays a string, even when it looks like a number.
+    echoed = await run_cli("call", "echo", "message=42", *connection(mosquitto.url, prefix))
+    assert echoed.returncode == 0, echoed.stderr
+    assert json.loads(echoed.stdout) == "42"
 
 
 async def test_call_that_times_out_exits_1_with_one_line(served: str, mosquitto: Mosquitto) -> None:

@@ -20,20 +20,55 @@ from .commands import print_json
 from .common import EXIT_CALL_FAILED, EXIT_OK, CliError, StopRequest, connected_manager, stderr
 
 
-def parse_arguments(text: str) -> dict[str, Any]:
-    """Parse ARGS_JSON (``-`` reads it from stdin) into the arguments object."""
-    if text == "-":
-        text = sys.stdin.read()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"ARGS_JSON is not valid JSON ({exc}): {text!r}") from None
-    if not isinstance(value, dict):
-        raise CliError(
-            f"ARGS_JSON must be a JSON object of arguments, like '{{\"x\": 1}}', "
-            f"not {type(value).__name__}"
-        )
-    return value
+def parse_arguments(parts: list[str]) -> dict[str, Any] | None:
+    """ARGS as given: one JSON object (``-`` reads it from stdin), or None for pairs.
+
+    ``KEY=VALUE`` pairs need the tool's schema to be typed (see :func:`typed_pairs`).
+    """
+    if not parts:
+        return {}
+    if len(parts) == 1 and not _is_pair(parts[0]):
+        text = sys.stdin.read() if parts[0] == "-" else parts[0]
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"ARGS_JSON is not valid JSON ({exc}): {text!r}") from None
+        if not isinstance(value, dict):
+            raise CliError(
+                f"ARGS_JSON must be a JSON object of arguments, like '{{\"x\": 1}}', "
+                f"not {type(value).__name__}"
+            )
+        return value
+    odd = [part for part in parts if not _is_pair(part)]
+    if odd:
+        raise CliError(f"arguments are one JSON object or KEY=VALUE pairs; {odd[0]!r} is neither")
+    return None
+
+
+def _is_pair(text: str) -> bool:
+    key, sep, _ = text.partition("=")
+    return bool(sep) and key.isidentifier()
+
+
+def typed_pairs(parts: list[str], schema: dict[str, Any]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs as the tool's schema types them.
+
+    A string property takes the text as it is; any other type (numbers, booleans,
+    arrays, objects, null) reads the text as JSON, falling back to the text.
+    """
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    arguments: dict[str, Any] = {}
+    for part in parts:
+        key, _, text = part.partition("=")
+        kind = properties.get(key, {}).get("type") if isinstance(properties, dict) else None
+        if kind == "string":
+            arguments[key] = text
+            continue
+        try:
+            arguments[key] = json.loads(text)
+        except json.JSONDecodeError:
+            arguments[key] = text  # the tool's schema check names the problem
+    return arguments
 
 
 def print_json_line(value: Any) -> None:
@@ -47,9 +82,11 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
     async with connected_manager(args) as manager:
         with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
             try:
-                await manager.wait_for_tool(args.name, timeout=args.wait)
+                info = await manager.wait_for_tool(args.name, timeout=args.wait)
             except TimeoutError as exc:
                 raise CliError(f"tool {args.name!r} not found: {exc}", EXIT_CALL_FAILED) from None
+        if arguments is None:
+            arguments = typed_pairs(args.arguments, info.input_schema)
         with CallView(args.name, json_lines=args.json) as view:
             stream = manager.stream_tool(
                 args.name,

@@ -101,7 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     call = command("call", "call a tool and print its result as JSON")
     call.add_argument("name", help="tool name (or id)")
     call.add_argument(
-        "arguments", nargs="?", default="{}", metavar="ARGS_JSON", help="JSON object; - for stdin"
+        "arguments",
+        nargs="*",
+        metavar="ARGS",
+        help="a JSON object ('-' reads it from stdin), or KEY=VALUE pairs typed by the "
+        "tool's schema (a=2 b=true tags='[\"x\"]')",
     )
     call.add_argument(
         "--timeout",
