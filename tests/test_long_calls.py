@@ -297,6 +297,8 @@ async def test_leaving_a_stream_early_cancels_it_at_the_tool(
             async for chunk in stream:
                 if chunk["i"] == 2:
                     break
+        assert stream.result is not None
+        assert stream.result.status == TaskStatus.CANCELLED
         sent = await spy.until("TASK")
         await spy.until("TOOL_CANCEL", task_id=sent["task_id"])
         await spy.until("cancelled", task_id=sent["task_id"])

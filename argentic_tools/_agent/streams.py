@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._protocol.messages import ToolResult
+from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
 
 if TYPE_CHECKING:
     from .calls import CallSpec
@@ -39,7 +39,8 @@ class ToolStream:
         self.spec: CallSpec | None = None
         """The call, as the manager checked it."""
         self.result: ToolResult | None = None
-        """The final result, once the iteration has ended (None before)."""
+        """The final result once the iteration has ended (None before); ``cancelled``
+        when the stream was closed before the end."""
         self._chunks: deque[Any] = deque()
         self._runner: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
@@ -91,12 +92,27 @@ class ToolStream:
         return self.result
 
     async def aclose(self) -> None:
-        """Stop: a call still running is cancelled at the tool (its TOOL_CANCEL is sent)."""
+        """Stop: a call still running is cancelled at the tool (its TOOL_CANCEL is sent).
+
+        :attr:`result` then says so (status ``cancelled``).
+        """
         runner = self._runner
         if runner is None or runner.done():
             return
         runner.cancel()
         await asyncio.wait({runner}, timeout=STREAM_CLOSE_SECONDS)
+        if self.result is None and self.spec is not None:
+            name = self.spec.name
+            self.result = TaskErrorMessage(
+                task_id=self.spec.label or "",
+                tool_id="unknown",
+                tool_name=name,
+                arguments=self.spec.arguments if isinstance(self.spec.arguments, dict) else None,
+                call_id=self.spec.call_id,
+                status=TaskStatus.CANCELLED,
+                error=f"Tool '{name}' call was cancelled: the stream was closed before its end.",
+                error_code="cancelled",
+            )
 
     async def __aenter__(self) -> "ToolStream":
         return self
