@@ -30,6 +30,7 @@ from argentic_tools import (
     Topics,
     tool,
 )
+from argentic_tools._tools.watchdog import LoopWatchdog
 
 from . import long_proc
 from .brokers import Mosquitto
@@ -253,7 +254,7 @@ async def test_wait_for_and_manager_cancel_stop_an_async_tool_in_another_process
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(
             long_manager.execute_tool("steps", {**arguments, "label": "w"}, on_progress=started),
-            timeout=0.5,
+            timeout=1.5,  # the task is out and running long before, even on a loaded machine
         )
     started = Reports()
     call = asyncio.ensure_future(
@@ -363,18 +364,23 @@ async def test_a_tool_blocking_its_event_loop_is_named_once_and_keeps_its_connec
                 assert (await manager.execute_tool("blocker", {"seconds": seconds})).ok
             # The stall is reported when the loop runs again: wait for that, bounded.
             with anyio.fail_after(5):
-                while len(watchdog.stalls) < 2:
+                while len(stalls_of(watchdog, "blocker")) < 2:
                     await anyio.sleep(0.05)
             # Had the broker dropped the process, it would have reconnected by now.
             assert (await manager.execute_tool("blocker", {"seconds": 0})).ok
         assert service.messager.connections == connections
         assert watchdog.pings >= 2
-    assert [tool for tool, _ in watchdog.stalls[:2]] == ["blocker", "blocker"]
-    assert all(seconds > 0.2 for _, seconds in watchdog.stalls[:2])
+    # (A loaded machine may stall the test's own loop too: those stalls name no tool.)
+    assert all(seconds > 0.2 for seconds in stalls_of(watchdog, "blocker"))
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     named = [w for w in warnings if "'blocker' blocked the event loop" in w]
     assert len(named) == 1, warnings
     assert "make it a plain 'def'" in named[0]
+
+
+def stalls_of(watchdog: LoopWatchdog, tool_name: str) -> list[float]:
+    """How long each stall the watchdog blamed on ``tool_name`` lasted."""
+    return [seconds for name, seconds in watchdog.stalls if name == tool_name]
 
 
 async def test_the_cli_prints_progress_and_chunks_as_json_lines(
