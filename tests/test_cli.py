@@ -175,6 +175,11 @@ async def test_list_prints_a_table_of_the_tools(served: str, mosquitto: Mosquitt
     assert "2 tool(s)" in table
     assert "echo" in table
     assert "sleep" in table
+    assert "message: string" in table and "seconds: number" in table
+    assert max(len(line) for line in table.splitlines()) <= 80
+    wide = await run_cli("list", "--wide", *EXPECT_SERVED, *connection(mosquitto.url, prefix))
+    assert wide.returncode == 0, wide.stderr
+    assert "Id" in wide.stdout.decode() and "Source" in wide.stdout.decode()
 
 
 async def test_call_prints_the_result_as_json_and_exits_0(

@@ -120,19 +120,55 @@ def _print_registry(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int
         stderr.print(f"No tools registered on {where(args)} (waited {args.wait:g} s).")
         return EXIT_OK
     table = Table(title=f"{len(rows)} tool(s) on {where(args)}", title_justify="left")
-    for column in ("Name", "Id", "Tags", "Source", "Description"):
+    columns = ["Name", "Parameters", "Description"]
+    if args.wide:
+        columns += ["Id", "Tags", "Source"]
+    for column in columns:
         table.add_column(column, overflow="fold")
     for row in rows:
         first_line = row["description"].strip().splitlines()[0] if row["description"] else ""
-        table.add_row(
+        cells: list[Any] = [
             Text(row["name"], style="bold"),
-            row["id"],
-            ", ".join(row["tags"]),
-            row["source"] or "",
+            parameters(row["input_schema"]),
             first_line,
-        )
+        ]
+        if args.wide:
+            cells += [row["id"], ", ".join(row["tags"]), row["source"] or ""]
+        table.add_row(*cells)
     stdout.print(table)
     return EXIT_OK
+
+
+def parameters(schema: dict[str, Any]) -> str:
+    """A schema's parameters in one short line: ``a: integer, b?: string`` (``?``: optional)."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return ""
+    required = set(schema.get("required", ()))
+    return ", ".join(
+        f"{name}{'' if name in required else '?'}: {_type_of(value)}"
+        for name, value in properties.items()
+    )
+
+
+def _type_of(schema: Any) -> str:
+    if not isinstance(schema, dict) or not schema:
+        return "any"
+    if "enum" in schema:
+        return "|".join(json.dumps(value) for value in schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return "|".join(str(k) for k in kind)
+    if kind == "array":
+        return f"{_type_of(schema.get('items'))}[]"
+    if kind:
+        return str(kind)
+    for union in ("anyOf", "oneOf"):
+        if union in schema:
+            return "|".join(_type_of(option) for option in schema[union])
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    return "any"
 
 
 def print_json(value: Any) -> None:

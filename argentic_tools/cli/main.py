@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = command("list", "list the registered tools")
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.add_argument(
+        "--wide", action="store_true", help="add the ids, tags and serving client to the table"
+    )
     listing.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
     _add_expect_argument(listing)
     listing.set_defaults(run=list_command, log_level="WARNING")
