@@ -24,7 +24,9 @@ from argentic_tools import (
     TaskMessage,
     TaskResultMessage,
     TaskStatus,
+    ToolCancelMessage,
     ToolManager,
+    ToolProgressMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolUnregisteredMessage,
@@ -453,8 +455,10 @@ async def test_broker_command_serves_mqtt_until_ctrl_c() -> None:
 async def test_watch_prints_one_line_per_protocol_message(
     mosquitto: Mosquitto, topics: Topics, prefix: str
 ) -> None:
+    register = RegisterToolMessage(tool_name="adder", tool_id="t1", source="proc-1")
     published: list[tuple[str, BaseMessage | bytes]] = [
-        (topics.register, RegisterToolMessage(tool_name="adder", tool_id="t1", source="proc-1")),
+        (topics.register, register),
+        (topics.register, register),  # registering again (a manager started): not shown
         (topics.register, UnregisterToolMessage(tool_id="t1", source="proc-1")),
         (topics.register, ClientOfflineMessage(source="proc-1")),
         (topics.register, b"not json"),
@@ -475,8 +479,14 @@ async def test_watch_prints_one_line_per_protocol_message(
                 tool_id="t1", tool_name="adder", error="boom", error_code="execution_error"
             ),
         ),
+        (topics.call("t1"), ToolCancelMessage(task_id="k", tool_id="t1", reason="timed out")),
+        (
+            topics.response("t1"),
+            ToolProgressMessage(task_id="k", tool_id="t1", progress=2, total=4),
+        ),
     ]
-    watch_args = ("watch", "--count", str(len(published)), *connection(mosquitto.url, prefix))
+    shown = len(published) - 1
+    watch_args = ("watch", "--count", str(shown), *connection(mosquitto.url, prefix))
     async with cli_process(*watch_args) as watch:
         assert watch.stderr is not None
         await read_until(watch.stderr, b"Watching")
@@ -487,8 +497,11 @@ async def test_watch_prints_one_line_per_protocol_message(
             status = await watch.wait()
         events = lines(await read_rest(watch.stdout))
     assert status == 0
+    assert len(events) == shown
     kinds = {line.split()[1]: line for line in events}
     assert set(kinds) == {
+        "cancel",
+        "progress",
         "register",
         "unregister",
         "offline",
@@ -505,6 +518,31 @@ async def test_watch_prints_one_line_per_protocol_message(
     assert "adder success in 2.0 ms -> 3" in kinds["result"]
     assert "adder [execution_error] boom" in kinds["error"]
     assert "refused" in kinds["refused"] and "no schema" in kinds["refused"]
+    assert "task=k tool=t1: timed out" in kinds["cancel"]
+    assert "2/4 task=k" in kinds["progress"]
+
+
+async def test_watch_filters_by_kind_and_tool(
+    mosquitto: Mosquitto, topics: Topics, prefix: str
+) -> None:
+    watch_args = (
+        *("watch", "--count", "1", "--type", "call", "--tool", "adder"),
+        *connection(mosquitto.url, prefix),
+    )
+    async with cli_process(*watch_args) as watch:
+        assert watch.stderr is not None
+        await read_until(watch.stderr, b"Watching")
+        async with messager_for(mosquitto.url, topics, will_topic=None) as publisher:
+            for message in (
+                RegisterToolMessage(tool_name="adder", tool_id="t1", source="proc-1"),
+                TaskMessage(tool_id="t2", tool_name="other", arguments={}),
+                TaskMessage(tool_id="t1", tool_name="adder", arguments={"a": 7}),
+            ):
+                await publisher.publish(topics.call(message.tool_id or "t1"), message)
+        with anyio.fail_after(TIMEOUT):
+            assert await watch.wait() == 0
+        (line,) = lines(await read_rest(watch.stdout))
+    assert 'call        adder {"a": 7}' in line
 
 
 async def test_sigterm_to_a_waiting_call_exits_143_with_one_line(

@@ -23,6 +23,9 @@ from .._protocol.messages import (
     TaskErrorMessage,
     TaskMessage,
     TaskResultMessage,
+    ToolCancelMessage,
+    ToolPartialMessage,
+    ToolProgressMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolUnregisteredMessage,
@@ -236,30 +239,75 @@ def _summary(message: BaseMessage) -> tuple[str, str, str]:
             "blue",
             f"{message.tool_name} {_short(message.arguments)} task={message.task_id}",
         )
+    if isinstance(message, ToolCancelMessage):
+        why = message.reason or "no reason given"
+        return "cancel", "yellow", f"task={message.task_id} tool={message.tool_id}: {why}"
+    if isinstance(message, ToolProgressMessage):
+        total = f"/{message.total:g}" if message.total is not None else ""
+        text = f" {message.message}" if message.message else ""
+        return "progress", "cyan", f"{message.progress:g}{total}{text} task={message.task_id}"
+    if isinstance(message, ToolPartialMessage):
+        return "chunk", "cyan", f"#{message.seq} {_short(message.chunk)} task={message.task_id}"
     return message.type.lower(), "", ""
 
 
-def describe_event(message: IncomingMessage) -> Text:
-    """One line for one message seen by ``watch``."""
+class WatchFilter:
+    """What ``watch`` shows: by kind and tool, without tools registering again.
+
+    Every manager that starts makes every live tool register again, and each of
+    those is confirmed: without ``--all`` a registration (or confirmation) already
+    seen for the same tool id is not shown again.
+    """
+
+    def __init__(self, kinds: list[str], tools: list[str], everything: bool) -> None:
+        self.kinds = set(kinds)
+        self.tools = set(tools)
+        self.everything = everything
+        self._seen: set[tuple[str, str | None, str | None]] = set()
+
+    def shows(self, message: BaseMessage | None, kind: str) -> bool:
+        """Whether the line for ``message`` (of ``kind``) is printed."""
+        if self.kinds and kind not in self.kinds:
+            return False
+        if self.tools and getattr(message, "tool_name", None) not in self.tools:
+            return False
+        if not self.everything and isinstance(message, RegisterToolMessage | ToolRegisteredMessage):
+            key = (kind, message.tool_id, message.source)
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+        return True
+
+
+def describe_event(message: IncomingMessage, shown: WatchFilter | None = None) -> Text | None:
+    """One line for one message seen by ``watch``; None when ``shown`` filters it out."""
     stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
+    parsed: BaseMessage | None = None
     try:
-        kind, style, details = _summary(parse_message(message.payload))
+        parsed = parse_message(message.payload)
+        kind, style, details = _summary(parsed)
     except ProtocolError as exc:
         kind, style, details = "malformed", "red", f"on {message.topic}: {exc}"
+    if shown is not None and not shown.shows(parsed, kind):
+        return None
     return Text.assemble((stamp, "dim"), "  ", (f"{kind:<10}", style), "  ", details)
 
 
 async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``watch``: print every protocol message under the prefix as it happens."""
+    """``watch``: print the protocol messages under the prefix as they happen."""
     topics = topics_from(args)
+    shown = WatchFilter(args.type, args.tool, args.all)
     seen = 0
 
     async def show(message: IncomingMessage) -> None:
         nonlocal seen
         if args.count and seen >= args.count:
             return
+        line = describe_event(message, shown)
+        if line is None:
+            return
         seen += 1
-        stdout.print(describe_event(message), soft_wrap=True)
+        stdout.print(line, soft_wrap=True)
         if args.count and seen >= args.count:
             stop.request()
 
@@ -268,6 +316,7 @@ async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
     try:
         for topic in (
             topics.register,
+            topics.owned_register_filter,
             topics.status,
             f"{topics.call_base}/+",
             topics.response_filter,

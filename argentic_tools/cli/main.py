@@ -148,7 +148,23 @@ def build_parser() -> argparse.ArgumentParser:
     describe.set_defaults(run=describe_command, log_level="WARNING")
 
     watch = command("watch", "print registrations, calls and results as they happen")
-    watch.add_argument("--count", type=int, default=0, help="stop after N events")
+    watch.add_argument("--count", type=int, default=0, help="stop after N events (0: never)")
+    watch.add_argument(
+        "--type",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="show only this kind (register, registered, call, result, error, cancel, "
+        "progress, chunk, offline, ...); repeatable",
+    )
+    watch.add_argument(
+        "--tool", action="append", default=[], metavar="NAME", help="show only this tool"
+    )
+    watch.add_argument(
+        "--all",
+        action="store_true",
+        help="also show tools registering again (each manager that starts makes them)",
+    )
     watch.set_defaults(run=watch_command, graceful=True, log_level="WARNING")
 
     mcp = commands.add_parser(
