@@ -20,10 +20,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -53,6 +54,18 @@ def _quiet_chatty_loggers() -> None:
         logger = logging.getLogger(name)
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.WARNING)
+
+
+@contextlib.contextmanager
+def _silenced(name: str) -> Iterator[None]:
+    """Drop ``name``'s log records below CRITICAL for the duration of the block."""
+    logger = logging.getLogger(name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _pick_free_port(host: str) -> int:
@@ -189,7 +202,10 @@ class EmbeddedBroker(AsyncResource):
             port = self._port or self._pick_port(self._host)
             broker = Broker(self._config(port))
             try:
-                await broker.start()
+                # amqtt logs a failed start with its traceback; the error raised here
+                # says the same in one line.
+                with _silenced("amqtt.broker"):
+                    await broker.start()
             except BrokerError as exc:
                 attempts_left -= 1
                 if picked and attempts_left > 0 and _is_address_in_use(exc):

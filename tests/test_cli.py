@@ -266,6 +266,7 @@ async def test_call_of_an_unknown_tool_exits_1_with_one_line(
         "{}",
         "--wait",
         "2",
+        "--debug",  # a message of ours: one line still, no traceback of the CLI
         *connection(mosquitto.url, prefix),
     )
     assert completed.returncode == 1
@@ -591,3 +592,11 @@ async def test_bench_and_soak_hand_every_argument_to_their_benchmark_module(
     else:
         assert completed.returncode == 2
         assert "from a source checkout" in one_error_line(completed)
+
+
+async def test_broker_on_a_busy_port_says_so_in_one_line(mosquitto: Mosquitto) -> None:
+    completed = await run_cli("broker", "--port", str(mosquitto.port))
+    assert completed.returncode == 2
+    line = one_error_line(completed)
+    assert f"cannot listen on 127.0.0.1:{mosquitto.port}" in line
+    assert "address already in use" in line

@@ -87,7 +87,7 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
                 raise CliError(f"tool {args.name!r} not found: {exc}", EXIT_CALL_FAILED) from None
         if arguments is None:
             arguments = typed_pairs(args.arguments, info.input_schema)
-        with CallView(args.name, json_lines=args.json) as view:
+        with CallView(args.name, json_lines=args.json, debug=args.debug) as view:
             stream = manager.stream_tool(
                 args.name,
                 arguments,
@@ -106,9 +106,10 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
 class CallView:
     """What ``call`` shows while the call runs: a progress bar, or JSON lines."""
 
-    def __init__(self, name: str, *, json_lines: bool) -> None:
+    def __init__(self, name: str, *, json_lines: bool, debug: bool = False) -> None:
         self.name = name
         self.json_lines = json_lines
+        self.debug = debug
         self.chunks = 0
         self._bar: Progress | None = None
         self._task: TaskID | None = None
@@ -159,6 +160,9 @@ class CallView:
     def finish(self, result: ToolResult) -> int:
         """Print the result (or raise the error); the exit status."""
         if isinstance(result, TaskErrorMessage):
+            if self.debug and result.traceback:
+                # The tool's own traceback (tools send one when they run with --debug).
+                print(result.traceback.rstrip(), file=sys.stderr)
             raise CliError(f"{result.error} [{result.error_code}]", EXIT_CALL_FAILED)
         if self.json_lines:
             print_json_line({"result": result.result})

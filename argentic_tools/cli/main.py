@@ -304,7 +304,8 @@ def _failure(exc: Exception, debug: bool) -> int:
         with contextlib.suppress(OSError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CALL_FAILED
-    if debug:
+    if debug and not isinstance(exc, CliError):
+        # A CliError is a message we wrote; its traceback would only show the CLI.
         traceback.print_exception(exc)
     if isinstance(exc, CliError):
         print_error(str(exc))
