@@ -3,20 +3,36 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.demo-installed
 
 .PHONY: demo test lint typecheck pytest bench soak mosquitto clean
 
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[dev]"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip --upgrade >/dev/null
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	# The peer implementation, for the interoperability tests and the benchmark.
-	$(BIN)/pip install --quiet --no-deps "argentic==0.16.*"
+	$(BIN)/python -m pip install --quiet --no-deps "argentic==0.16.*"
 	touch $(STAMP)
 
-## demo: start an embedded broker (unless one answers), the example tools, and a scripted agent
-demo: $(STAMP)
-	$(BIN)/argentic-tools demo
+# The demo needs only the library's dependencies and its broker and cli extras: no
+# dev toolchain, no build of the package (it runs from the checkout), no pip inside the
+# environment (the interpreter's own pip installs into it): a cold `make demo` is mostly
+# the download of those dependencies.
+$(DEMO_STAMP): pyproject.toml
+	@echo "Installing the demo's dependencies into $(VENV) (once)..."
+	@test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
+	@$(PYTHON) scripts/requirements.py broker cli > $(VENV)/demo-requirements.txt
+	@$(PYTHON) -m pip --python $(BIN)/python install -qq --disable-pip-version-check \
+		-r $(VENV)/demo-requirements.txt 2>/dev/null \
+	|| { $(BIN)/python -m ensurepip >/dev/null \
+		&& $(BIN)/python -m pip install -qq -r $(VENV)/demo-requirements.txt; }
+	@touch $(DEMO_STAMP)
+
+## demo: the example tools and a scripted agent, on an embedded broker (or BROKER=mqtt://host:port)
+demo: $(DEMO_STAMP)
+	@PYTHONPATH=$(CURDIR) $(BIN)/python -m argentic_tools demo $(if $(BROKER),--broker $(BROKER))
 
 ## mosquitto: install Debian's mosquitto when it is missing and we can (root + apt-get)
 mosquitto:
