@@ -1,5 +1,8 @@
-"""Print the project's dependencies and the given extras' (``python scripts/requirements.py
-broker cli``) from ``pyproject.toml``, one per line: the requirements ``make demo`` installs."""
+"""Print the requirements ``make demo`` installs, one per line, from ``pyproject.toml``.
+
+``python scripts/requirements.py broker cli``: the project's dependencies and those of
+the extras named.
+"""
 
 import sys
 import tomllib

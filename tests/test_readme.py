@@ -33,7 +33,11 @@ SCRIPTS = [block for block in BLOCKS if block not in SERVED]
 def test_readme_has_the_examples_this_test_runs() -> None:
     assert len(SCRIPTS) >= 3
     assert BLOCKS[0].startswith("# my_tools.py")
-    assert [block.split("\n", 1)[0] for block in SERVED] == ["# my_tools.py", "# long_tools.py"]
+    assert [block.split("\n", 1)[0] for block in SERVED] == [
+        "# my_tools.py",
+        "# class_tools.py",
+        "# long_tools.py",
+    ]
 
 
 def test_readme_python_blocks_run_against_a_real_broker(
@@ -76,17 +80,18 @@ def test_readme_python_blocks_run_against_a_real_broker(
         for process in processes:
             process.terminate()
         errors = [process.communicate(timeout=20)[1] for process in processes]
-    assert [process.returncode for process in processes] == [0, 0], errors
+    assert [process.returncode for process in processes] == [0] * len(SERVED), errors
     assert outputs[0].splitlines() == [
         "5",
         "Tool 'add': invalid arguments: $.a: 'two' is not of type 'integer'",
     ]
-    lines = outputs[1].splitlines()
+    assert outputs[1].splitlines() == ["Hello, Ada!"]
+    lines = outputs[2].splitlines()
     assert lines[0] == "c1 success 2"
     assert lines[1].startswith("c2 failed Tool 'web_search' not found.")
     assert lines[2] == "['add']"
     assert lines[3] == "[('c1', 'success'), ('c2', 'failed')]"
-    assert outputs[2].splitlines() == [
+    assert outputs[3].splitlines() == [
         "1/3 page 1",
         "2/3 page 2",
         "3/3 page 3",
