@@ -9,13 +9,12 @@ wait. A tool's MQTT Last Will ends its pending calls at once.
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
 
-from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, ToolUnavailableError
+from .._errors import BrokerError, ProtocolError, ToolUnavailableError
 from .._lifecycle import AsyncResource, TaskSet
 from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
 from .._protocol.messages import (
@@ -24,7 +23,6 @@ from .._protocol.messages import (
     ManagerOnlineMessage,
     TaskErrorMessage,
     TaskResultMessage,
-    TaskStatus,
     ToolCallRequest,
     ToolPartialMessage,
     ToolProgressMessage,
@@ -39,12 +37,12 @@ from .._protocol.topics import (
     Topics,
 )
 from .._transport import IncomingMessage, Messager
-from .calls import CallBook, CallSpec, Pending, ToolGoneError, call_field
+from .calls import CallBook, CallSpec, call_field
 from .delivery import Delivery
 from .exports import ExportFormat, export
 from .info import ToolInfo
 from .membership import Membership
-from .observations import ObservationPump, ObservationRecorder, observation_of
+from .observations import ObservationPump, ObservationRecorder
 from .policy import AllToolsEnabled, ToolPolicy
 from .progress import BatchProgressCallback, ProgressCallback, for_call, long_call
 from .registry import (
@@ -53,23 +51,14 @@ from .registry import (
     ToolRegistry,
     matching,
 )
+from .running import CANCEL_SEND_SECONDS, CallRunner
 from .streams import ToolStream
 
 logger = logging.getLogger("argentic_tools.manager")
 
-WAIT_NAMES_SHOWN = 20
-"""Registered names a wait_for_tool timeout lists."""
-
-CANCEL_SEND_SECONDS = 2.0
-"""How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
-
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits, by default, for its recorder to take the queued
 observations."""
-
-
-class _UnsentError(Exception):
-    """A call ended (``cancel``) while it waited to be sent."""
 
 
 class ToolManager(AsyncResource):
@@ -157,6 +146,9 @@ class ToolManager(AsyncResource):
             self._background,
         )
         self._pump = ObservationPump(recorder) if recorder is not None else None
+        self._runner = CallRunner(
+            self._calls, self._delivery, self._membership, self._pump, lambda: self._initialised
+        )
         self.recorder_close_timeout = recorder_close_timeout
         self._initialised = False
 
@@ -313,25 +305,11 @@ class ToolManager(AsyncResource):
             raise ToolUnavailableError(self._not_registered(tool_name_or_id, timeout)) from None
 
     def _not_registered(self, name: str, timeout: float | None) -> str:
-        names = sorted(self._registry.names())
-        suggestion = self._registry.closest(name)
-        text = (
+        return (
             f"Tool '{name}' is not registered on {self.messager.url} "
-            f"(topic {self.topics.register!r}) after {timeout or 0:g} s."
+            f"(topic {self.topics.register!r}) after {timeout or 0:g} s. "
+            + self._registry.what_is_there(name)
         )
-        if suggestion:
-            text += f" Did you mean '{suggestion}'?"
-        if names:
-            shown = ", ".join(names[:WAIT_NAMES_SHOWN])
-            more = (
-                f" and {len(names) - WAIT_NAMES_SHOWN} more"
-                if len(names) > WAIT_NAMES_SHOWN
-                else ""
-            )
-            text += f" Registered: {shown}{more}."
-        else:
-            text += " No tool is registered: are the tool processes running, on this broker?"
-        return text
 
     @property
     def registry_version(self) -> int:
@@ -468,75 +446,6 @@ class ToolManager(AsyncResource):
         )
         return stream
 
-    async def _call(self, spec: CallSpec) -> ToolResult:
-        # One coroutine frame per call, and a pending call's state in one Pending: with
-        # thousands of calls in flight, every extra frame costs about 0.5 KB per call.
-        started = time.perf_counter()
-        call = self._calls.prepare(spec, self.policy)
-        if (
-            isinstance(call, TaskErrorMessage)
-            and call.error_code == "not_found"
-            and self._membership.settling()
-        ):
-            call = await self._membership.after_settling(spec, call, self.policy)
-        if isinstance(call, Pending):
-            watch = call.watch
-            try:
-                loop = asyncio.get_running_loop()
-                deadline = (
-                    loop.time() + call.wait  # type: ignore[operator]
-                    if watch is None
-                    else watch.first_deadline(loop)
-                )
-                async with asyncio.timeout_at(deadline) as timer:
-                    ready_at = call.entry.ready_at
-                    if ready_at:
-                        settle = ready_at - loop.time()
-                        if settle > 0:
-                            await asyncio.sleep(settle)
-                    await self._calls.take_slot(call)
-                    if call.future.done():  # cancelled (manager.cancel) before it was sent
-                        raise _UnsentError
-                    call.published = True
-                    if watch is not None:
-                        watch.timer = timer
-                        if watch.idle is not None:  # the idle time counts from the send
-                            timer.reschedule(watch.first_deadline(loop))
-                    call.sent_on = await self._delivery.send(call.entry, call.task)
-                    if watch is None:
-                        result: ToolResult = await call.future
-                    else:
-                        result = self._calls.assembled(call, await watch.result(call.future))
-            except TimeoutError:
-                result = self._calls.timed_out(call)
-                if call.published:
-                    self._delivery.cancel_at_tool(call, result.error)
-            except asyncio.CancelledError:
-                # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
-                # must stop too. The TOOL_CANCEL is on its way before this returns.
-                if call.published and self._initialised:
-                    sending = self._delivery.cancel_at_tool(call, "cancelled by the caller")
-                    with anyio.CancelScope(shield=True):
-                        await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
-                raise
-            except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
-                result = self._calls.undeliverable(call, exc)
-            except _UnsentError:
-                result = call.future.result()
-            finally:
-                if watch is not None:
-                    watch.timer = None
-                self._calls.forget(call.task_id)
-            result = self._calls.checked(call, result)
-        else:
-            result = call
-        result.duration_ms = (time.perf_counter() - started) * 1000
-        if spec.call_id is not None:
-            result.call_id = spec.call_id
-        if self._pump is not None:
-            self._pump.submit(observation_of(result, spec.context))
-        return result
-
     async def cancel(self, task_id: str, reason: str | None = None) -> bool:
         """Cancel one pending call: its caller gets status ``cancelled`` and its tool stops.
 
@@ -548,23 +457,10 @@ class ToolManager(AsyncResource):
             False when no such call is pending (it ended, or never existed).
 
         """
-        call = self._calls.find(task_id)
-        if call is None or call.future.done():
-            return False
-        why = reason or "cancelled by the caller"
-        call.future.set_result(
-            self._calls.failed(
-                call,
-                f"Tool '{call.tool_name}' call was cancelled: {why}.",
-                "cancelled",
-                status=TaskStatus.CANCELLED,
-            )
-        )
-        if call.published:
-            await asyncio.wait(
-                {self._delivery.cancel_at_tool(call, why)}, timeout=CANCEL_SEND_SECONDS
-            )
-        return True
+        return await self._runner.cancel(task_id, reason)
+
+    async def _call(self, spec: CallSpec) -> ToolResult:
+        return await self._runner.run(spec, self.policy)
 
     async def get_tool_results(
         self, tool_call_requests: Sequence[ToolCallRequest]

@@ -73,6 +73,10 @@ class Entry:
         }
 
 
+NAMES_SHOWN = 20
+"""Registered names a message about a missing tool lists."""
+
+
 class ToolRegistry:
     """Tools by id and by name; a name may be served by several instances."""
 
@@ -166,6 +170,17 @@ class ToolRegistry:
         if not matches:
             return None
         return by_spelling.get(matches[0], matches[0])
+
+    def what_is_there(self, name: str) -> str:
+        """For a message about a missing ``name``: the closest name and what is registered."""
+        names = sorted(self.names())
+        suggestion = self.closest(name)
+        text = f"Did you mean '{suggestion}'? " if suggestion else ""
+        if not names:
+            return text + "No tool is registered: are the tool processes running, on this broker?"
+        hidden = len(names) - NAMES_SHOWN
+        more = f" and {hidden} more" if hidden > 0 else ""
+        return text + f"Registered: {', '.join(names[:NAMES_SHOWN])}{more}."
 
     def prompt_json(self) -> str:
         """Document 004's prompt JSON, rebuilt only when the registry changed."""

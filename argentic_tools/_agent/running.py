@@ -1,0 +1,147 @@
+"""One call from its check to its one result: :class:`CallRunner`.
+
+The :class:`~argentic_tools.ToolManager` hands each call here. The runner checks it
+(through the :class:`CallBook`), waits for the tool's registry to settle and for a
+slot in the tool instance's window, sends the task, and awaits the result under the
+call's deadline (or its idle timeout, which progress reports move). Whatever ends
+the wait (a result, a timeout, the caller's cancellation, a tool that left) ends in
+exactly one result, and a published task the caller gave up on gets a TOOL_CANCEL.
+"""
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import anyio
+
+from .._errors import BrokerError, PayloadTooLargeError
+from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
+from .calls import CallBook, CallSpec, Pending, ToolGoneError
+from .delivery import Delivery
+from .membership import Membership
+from .observations import ObservationPump, observation_of
+from .policy import ToolPolicy
+
+CANCEL_SEND_SECONDS = 2.0
+"""How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
+
+
+class _UnsentError(Exception):
+    """A call ended (``cancel``) while it waited to be sent."""
+
+
+class CallRunner:
+    """Runs calls for one manager.
+
+    Args:
+        calls: The manager's pending calls.
+        delivery: Sends tasks and cancellations.
+        membership: Knows when the registry may still be settling.
+        pump: Takes one observation per call (None: nobody records).
+        is_open: Whether the manager is still open (a closed one sends no cancellation).
+
+    """
+
+    def __init__(
+        self,
+        calls: CallBook,
+        delivery: Delivery,
+        membership: Membership,
+        pump: ObservationPump | None,
+        is_open: Callable[[], bool],
+    ) -> None:
+        self._calls = calls
+        self._delivery = delivery
+        self._membership = membership
+        self._pump = pump
+        self._is_open = is_open
+
+    async def run(self, spec: CallSpec, policy: ToolPolicy) -> ToolResult:
+        """Check, send and await one call; always returns its one result."""
+        # One coroutine frame per call, and a pending call's state in one Pending: with
+        # thousands of calls in flight, every extra frame costs about 0.5 KB per call.
+        started = time.perf_counter()
+        call = self._calls.prepare(spec, policy)
+        if (
+            isinstance(call, TaskErrorMessage)
+            and call.error_code == "not_found"
+            and self._membership.settling()
+        ):
+            call = await self._membership.after_settling(spec, call, policy)
+        if isinstance(call, Pending):
+            watch = call.watch
+            try:
+                loop = asyncio.get_running_loop()
+                deadline = (
+                    loop.time() + call.wait  # type: ignore[operator]
+                    if watch is None
+                    else watch.first_deadline(loop)
+                )
+                async with asyncio.timeout_at(deadline) as timer:
+                    ready_at = call.entry.ready_at
+                    if ready_at:
+                        settle = ready_at - loop.time()
+                        if settle > 0:
+                            await asyncio.sleep(settle)
+                    await self._calls.take_slot(call)
+                    if call.future.done():  # cancelled (manager.cancel) before it was sent
+                        raise _UnsentError
+                    call.published = True
+                    if watch is not None:
+                        watch.timer = timer
+                        if watch.idle is not None:  # the idle time counts from the send
+                            timer.reschedule(watch.first_deadline(loop))
+                    call.sent_on = await self._delivery.send(call.entry, call.task)
+                    if watch is None:
+                        result: ToolResult = await call.future
+                    else:
+                        result = self._calls.assembled(call, await watch.result(call.future))
+            except TimeoutError:
+                result = self._calls.timed_out(call)
+                if call.published:
+                    self._delivery.cancel_at_tool(call, result.error)
+            except asyncio.CancelledError:
+                # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
+                # must stop too. The TOOL_CANCEL is on its way before this returns.
+                if call.published and self._is_open():
+                    sending = self._delivery.cancel_at_tool(call, "cancelled by the caller")
+                    with anyio.CancelScope(shield=True):
+                        await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
+                raise
+            except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
+                result = self._calls.undeliverable(call, exc)
+            except _UnsentError:
+                result = call.future.result()
+            finally:
+                if watch is not None:
+                    watch.timer = None
+                self._calls.forget(call.task_id)
+            result = self._calls.checked(call, result)
+        else:
+            result = call
+        result.duration_ms = (time.perf_counter() - started) * 1000
+        if spec.call_id is not None:
+            result.call_id = spec.call_id
+        if self._pump is not None:
+            self._pump.submit(observation_of(result, spec.context))
+        return result
+
+    async def cancel(self, task_id: str, reason: str | None) -> bool:
+        """Cancel one pending call (see :meth:`ToolManager.cancel`)."""
+        call = self._calls.find(task_id)
+        if call is None or call.future.done():
+            return False
+        why = reason or "cancelled by the caller"
+        call.future.set_result(
+            self._calls.failed(
+                call,
+                f"Tool '{call.tool_name}' call was cancelled: {why}.",
+                "cancelled",
+                status=TaskStatus.CANCELLED,
+            )
+        )
+        if call.published:
+            await asyncio.wait(
+                {self._delivery.cancel_at_tool(call, why)}, timeout=CANCEL_SEND_SECONDS
+            )
+        return True
