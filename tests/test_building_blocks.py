@@ -134,7 +134,15 @@ def test_topic_prefix_is_validated_and_applied() -> None:
     assert topics.register == "team-a/agent/tools/register"
     assert topics.call("x") == "team-a/agent/tools/call/x"
     assert topics.tool_id_from_response("team-a/agent/tools/response/x") == "x"
-    assert topics.tool_id_from_response("team-a/agent/tools/response/x/y") is None
+    # A reply topic names the tool too; deeper topics are neither.
+    assert topics.tool_id_from_response("team-a/agent/tools/response/x/y") == "x"
+    assert topics.tool_id_from_response("team-a/agent/tools/response/x/y/z") is None
+    assert topics.reply("x", "me") == "team-a/agent/tools/response/x/me"
+    assert topics.is_reply_topic("team-a/agent/tools/response/x/me", "x")
+    assert not topics.is_reply_topic("team-a/agent/tools/response/x/me/more", "x")
+    assert not topics.is_reply_topic("team-a/agent/tools/response/y/me", "x")
+    assert not topics.is_reply_topic("team-a/agent/tools/register", "x")
+    assert not topics.is_reply_topic("team-a/agent/tools/response/x/+", "x")
     assert topics.tool_id_from_response("elsewhere") is None
     assert Topics.with_prefix(None) == Topics()
     with pytest.raises(ValueError, match="invalid topic prefix"):

@@ -99,7 +99,8 @@ async def test_slow_tool_times_out_with_timeout_status(
     await ready(manager)
     sleep_id = manager.tools_by_name["sleep"]["id"]
     async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
-        await spy.subscribe(topics.response(sleep_id), qos=1)
+        # The tool answers on the caller's own reply topic, below its response topic.
+        await spy.subscribe(topics.response(sleep_id) + "/#", qos=1)
         result = await manager.execute_tool("sleep", {"seconds": 30}, timeout=0.3)
         assert isinstance(result, TaskErrorMessage)
         assert result.status == TaskStatus.TIMEOUT
@@ -109,6 +110,7 @@ async def test_slow_tool_times_out_with_timeout_status(
         # (so it is not left sleeping for the rest of its 30 s).
         with anyio.fail_after(10):
             message = await anext(aiter(spy.messages))
+        assert message.topic.value == topics.reply(sleep_id, manager.messager.client_id)
         cancelled = parse_message(message.payload)
         assert isinstance(cancelled, TaskErrorMessage)
         assert cancelled.task_id == result.task_id
@@ -214,7 +216,7 @@ async def test_registration_is_confirmed_on_the_status_topic(
     mosquitto: Mosquitto, manager: ToolManager, topics: Topics, prefix: str
 ) -> None:
     async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
-        await spy.subscribe(topics.status, qos=1)
+        await spy.subscribe(topics.status + "/#", qos=1)
         async with ToolProcess("tests.tool_proc", mosquitto.url, prefix):
             info = await manager.wait_for_tool("echo", timeout=15)
             with anyio.fail_after(10):
@@ -225,6 +227,8 @@ async def test_registration_is_confirmed_on_the_status_topic(
             assert isinstance(parsed, ToolRegisteredMessage)
             assert parsed.tool_id == info.id
             assert parsed.source == manager.messager.client_id
+            # Addressed to the registering process alone, on its own status topic.
+            assert message.topic.value == f"{topics.status}/{info.source}"
 
 
 async def test_prompt_description_lists_each_tool_with_its_schema(

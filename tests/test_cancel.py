@@ -76,7 +76,7 @@ async def wire(
     tool_id = manager.tools_by_name["work"]["id"]
     async with aiomqtt.Client("127.0.0.1", mosquitto.port) as client:
         await client.subscribe(topics.call(tool_id), qos=1)
-        await client.subscribe(topics.response(tool_id), qos=1)
+        await client.subscribe(topics.response(tool_id) + "/#", qos=1)
         yield Wire(client)
 
 

@@ -127,8 +127,9 @@ async def test_two_processes_with_the_same_tool_name_are_both_served(
         await ready(manager)
         first_id = manager.tools_by_name["whoami"]["id"]
         async with aiomqtt.Client("127.0.0.1", mosquitto.port) as watcher:
-            # The manager confirms each registration it admits on the status topic.
-            await watcher.subscribe(topics.status, qos=1)
+            # The manager confirms each registration it admits, on the registering
+            # process's own status topic.
+            await watcher.subscribe(topics.status + "/#", qos=1)
             async with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as second:
                 second_id = await new_registration_of("whoami", watcher, besides=first_id)
                 await manager.wait_for_tool(second_id, timeout=10)

@@ -115,7 +115,7 @@ async def spy_on(manager: ToolManager, port: int, name: str) -> AsyncIterator[Re
     tool_id = manager.tools_by_name[name]["id"]
     async with aiomqtt.Client("127.0.0.1", port) as client:
         await client.subscribe(manager.topics.call(tool_id), qos=1)
-        await client.subscribe(manager.topics.response(tool_id), qos=1)
+        await client.subscribe(manager.topics.response(tool_id) + "/#", qos=1)
         yield ResponseSpy(client)
 
 

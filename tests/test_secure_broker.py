@@ -275,13 +275,17 @@ def read_acl() -> dict[str, set[tuple[str, str]]]:
 
 def test_acl_gives_each_tool_only_its_own_topics() -> None:
     rules = read_acl()
-    # Every user writes registrations only under its own name.
-    assert rules.pop("*") == {("write", "agent/tools/register/%u/#")}
+    # Every user writes registrations only under its own name, and reads only its own
+    # confirmations.
+    assert rules.pop("*") == {
+        ("write", "agent/tools/register/%u/#"),
+        ("read", "agent/status/info/%c"),
+    }
     assert rules.pop("agent") == {
         ("write", "agent/tools/call/#"),
         ("read", "agent/tools/register/#"),
         ("read", "agent/tools/response/#"),
-        ("readwrite", "agent/status/info"),
+        ("readwrite", "agent/status/info/#"),
     }
     tool_clients = sorted(path.stem for path in (REPO / "tool_clients").glob("[!_]*.py"))
     assert sorted(rules) == tool_clients
@@ -292,6 +296,8 @@ def test_acl_gives_each_tool_only_its_own_topics() -> None:
         calls: set[str] = set()
         answers: set[str] = set()
         for access, topic in own:
+            # A tool answers on its response topic and each caller's reply topic below it.
+            topic = topic.removesuffix("/#") if access == "write" else topic
             level, _, tool_id = topic.rpartition("/")
             assert (access, level) in {
                 ("read", "agent/tools/call"),

@@ -104,12 +104,21 @@ class CallBook:
     Args:
         registry: Where tools are looked up.
         source: The manager's MQTT client id, the ``source`` of what it builds.
+        reply_topic: Where a tool answers this manager, by tool id (None: on the
+            shared response topic).
 
     """
 
-    def __init__(self, registry: ToolRegistry, source: str) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        source: str,
+        reply_topic: Callable[[str], str] | None = None,
+    ) -> None:
         self.registry = registry
         self.source = source
+        self.reply_topic = reply_topic
+        """The manager's reply topic for a tool id (None: tools answer on the shared one)."""
         self.pending: dict[str, Pending] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         # Calls sent on a connection before ``_lost_epoch``, by tool id, not yet re-sent.
@@ -225,6 +234,12 @@ class CallBook:
                     context=context,
                     report_progress=True if watch is not None and watch.wants_progress else None,
                     stream=True if watch is not None and watch.streams else None,
+                    reply_to=(
+                        # Plain Argentic tools answer on the shared topic whatever it says.
+                        None
+                        if self.reply_topic is None or entry.protocol is None
+                        else self.reply_topic(info.id)
+                    ),
                 )
             )
         except (ValueError, TypeError, RecursionError) as exc:
@@ -371,6 +386,14 @@ class CallBook:
         for pending in lost:
             pending.sent_on = epoch
         return lost
+
+    def sent_to(self, tool_id: str) -> list[Pending]:
+        """Calls published to ``tool_id`` that are still waiting for their result."""
+        return [
+            p
+            for p in self.pending.values()
+            if p.tool_id == tool_id and p.sent_on > 0 and not p.future.done()
+        ]
 
     def drop_lost(self, tool_id: str) -> None:
         """Forget the calls to re-send to a tool that left, and its window."""

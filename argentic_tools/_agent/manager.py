@@ -1,9 +1,13 @@
 """The agent side: the tool registry and calls with deadlines.
 
-One handler on the register topic maintains the registry; one wildcard
-subscription on ``{response_base}/+`` receives every result; each pending call
-waits on its own future keyed by task id, under a deadline that wraps only the
-wait. A tool's MQTT Last Will ends its pending calls at once.
+One handler on the register topic maintains the registry. Results come back on the
+manager's own inbox, ``{response_base}/+/{inbox}``, which each task names as its
+``reply_to``: with many managers on one broker, a result reaches only the one that
+made the call (plain Argentic tools answer on ``{response_base}/{tool_id}``, which
+is subscribed too). Each pending call waits on its own future keyed by task id,
+under a deadline that wraps only the wait. A tool's MQTT Last Will ends its pending
+calls at once; an instance that misses a deadline without a word is skipped until
+it answers again (a broker node that dies publishes no Last Will).
 """
 
 import asyncio
@@ -25,6 +29,7 @@ from .._protocol.messages import (
     TaskResultMessage,
     ToolCallRequest,
     ToolPartialMessage,
+    ToolPongMessage,
     ToolProgressMessage,
     ToolResult,
     parse_message,
@@ -35,12 +40,14 @@ from .._protocol.topics import (
     DEFAULT_RESPONSE_TOPIC_BASE,
     DEFAULT_STATUS_TOPIC,
     Topics,
+    inbox_level,
 )
 from .._transport import IncomingMessage, Messager
 from .calls import CallBook, CallSpec, call_field
 from .delivery import Delivery
 from .exports import ExportFormat, export
 from .info import ToolInfo
+from .liveness import Liveness
 from .membership import Membership
 from .observations import ObservationPump, ObservationRecorder
 from .policy import AllToolsEnabled, ToolPolicy
@@ -85,6 +92,11 @@ class ToolManager(AsyncResource):
         recorder_close_timeout: Seconds closing the manager waits for the recorder
             to take the observations still queued; past it they are dropped, so a
             stuck recorder never hangs the shutdown.
+        private_replies: Tasks name the manager's own reply topic
+            (``{response_base}/{tool_id}/{client id}``) and tools answer there, so no
+            other manager receives this one's results; tools also answer its
+            announcement there. False: every result on ``{response_base}/{tool_id}``,
+            as before protocol 2 (for broker ACLs that let tools write only that topic).
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -111,6 +123,7 @@ class ToolManager(AsyncResource):
         max_tools: int = DEFAULT_MAX_TOOLS,
         max_tools_per_client: int = DEFAULT_MAX_TOOLS_PER_CLIENT,
         name_owners: Mapping[str, str] | None = None,
+        private_replies: bool = True,
     ) -> None:
         self.messager = messager
         if topics is not None:
@@ -130,9 +143,18 @@ class ToolManager(AsyncResource):
         self._registry = ToolRegistry(max_tools, max_tools_per_client, name_owners)
         self.tools_by_id: dict[str, dict[str, Any]] = self._registry.tools_by_id
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
-        self._calls = CallBook(self._registry, messager.client_id)
+        self.inbox = inbox_level(messager.client_id) if private_replies else None
+        """This manager's own topic level (its client id), or None without private replies."""
+        self._calls = CallBook(
+            self._registry,
+            messager.client_id,
+            None if self.inbox is None else self._reply_topic,
+        )
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
+        self._liveness = Liveness(
+            self._registry, messager, self.topics, self.inbox, self.logger, self._background
+        )
         self._delivery = Delivery(
             messager, self.topics, self._registry, self.logger, self._background
         )
@@ -144,10 +166,17 @@ class ToolManager(AsyncResource):
             self.logger,
             self._drops,
             self._background,
+            self._liveness,
+            self.inbox,
         )
         self._pump = ObservationPump(recorder) if recorder is not None else None
         self._runner = CallRunner(
-            self._calls, self._delivery, self._membership, self._pump, lambda: self._initialised
+            self._calls,
+            self._delivery,
+            self._membership,
+            self._pump,
+            lambda: self._initialised,
+            self._liveness,
         )
         self.recorder_close_timeout = recorder_close_timeout
         self._initialised = False
@@ -178,7 +207,10 @@ class ToolManager(AsyncResource):
         try:
             for topic in (self.topics.register, self.topics.owned_register_filter):
                 await self.messager.subscribe(topic, self._membership.on_register_topic)
-            await self.messager.subscribe(self.topics.response_filter, self._on_response)
+            for topic in self._membership.addressed_filters:
+                await self.messager.subscribe(topic, self._membership.on_addressed)
+            for topic in self._response_filters:
+                await self.messager.subscribe(topic, self._on_response)
             self.messager.add_reconnect_hook(self._reconnected)
             await self._announce()
             self._membership.started()
@@ -215,7 +247,8 @@ class ToolManager(AsyncResource):
         for topic, handler in (
             (self.topics.register, self._membership.on_register_topic),
             (self.topics.owned_register_filter, self._membership.on_register_topic),
-            (self.topics.response_filter, self._on_response),
+            *((t, self._membership.on_addressed) for t in self._membership.addressed_filters),
+            *((t, self._on_response) for t in self._response_filters),
         ):
             with contextlib.suppress(Exception):
                 await self.messager.unsubscribe(topic, handler)
@@ -234,8 +267,21 @@ class ToolManager(AsyncResource):
 
     async def _announce(self) -> None:
         await self.messager.publish(
-            self.topics.status, ManagerOnlineMessage(source=self.messager.client_id)
+            self.topics.status,
+            ManagerOnlineMessage(source=self.messager.client_id, inbox=self.inbox),
         )
+
+    @property
+    def _response_filters(self) -> list[str]:
+        """Plain Argentic tools' results, and this manager's own inbox."""
+        filters = [self.topics.response_filter]
+        if self.inbox is not None:
+            filters.append(self.topics.reply_filter(self.inbox))
+        return filters
+
+    def _reply_topic(self, tool_id: str) -> str:
+        assert self.inbox is not None  # only called with private replies
+        return self.topics.reply(tool_id, self.inbox)
 
     def set_log_level(self, level: LogLevel | str) -> None:
         """Change the manager's log level (``"DEBUG"``, ``LogLevel.INFO``, ...)."""
@@ -342,6 +388,9 @@ class ToolManager(AsyncResource):
             result = parse_message(message.payload, self.messager.max_payload_bytes)
         except ProtocolError as exc:
             self._drops.drop(message.topic, str(exc))
+            return
+        self._liveness.alive(tool_id)
+        if isinstance(result, ToolPongMessage):
             return
         if isinstance(result, ToolProgressMessage | ToolPartialMessage):
             problem = self._calls.update(result, tool_id)

@@ -3,7 +3,12 @@
 :class:`Membership` turns each message on the register topic into a registry
 decision (admit, refuse, replace, remove), answers on the status topic, ends the
 calls of a tool whose process died, and re-sends tasks lost with a restarted
-broker once their tool registers again.
+broker, or with a tool's own lost connection, once their tool registers again.
+
+Joining a fleet costs one message per tool: the manager's announcement names its
+inbox, tools answer it on ``{register topic}/{inbox}`` for this manager alone, and
+a registration that says it is already confirmed gets no confirmation back. The
+confirmations that are sent go to the registering process's own status topic.
 """
 
 import asyncio
@@ -31,11 +36,12 @@ from .._protocol.messages import (
     UnregisterToolMessage,
     parse_message,
 )
-from .._protocol.topics import Topics
+from .._protocol.topics import Topics, inbox_level
 from .._protocol.validation import SchemaValidator
 from .._transport import IncomingMessage, Messager
 from .calls import CallBook, CallSpec, Pending
 from .info import ToolInfo
+from .liveness import Liveness
 from .policy import ToolPolicy
 from .registry import Entry, RegistrationRefusedError, ToolRegistry
 
@@ -96,6 +102,8 @@ class Membership:
         logger: The manager's logger.
         drops: Where rejected messages are logged (rate-limited).
         tasks: Owns the publishes this starts (the manager cancels them on close).
+        liveness: Told when a tool instance shows it is alive.
+        inbox: The manager's own level, where tools answer its announcements.
 
     """
 
@@ -108,8 +116,12 @@ class Membership:
         logger: InstanceLogger,
         drops: DropLog,
         tasks: TaskSet,
+        liveness: Liveness | None = None,
+        inbox: str | None = None,
     ) -> None:
         self.registry = registry
+        self.liveness = liveness
+        self.inbox = inbox
         self.calls = calls
         self.messager = messager
         self.topics = topics
@@ -179,6 +191,27 @@ class Membership:
         topic = self.topics.call(entry.info.id)
         for pending in self.calls.lost(entry):
             self._tasks.spawn(self._publish_quietly(topic, pending.task), "resend")
+
+    @property
+    def addressed_filters(self) -> list[str]:
+        """Where tools answer this manager's announcements.
+
+        ``{register}/{inbox}`` from tools on the shared topic,
+        ``{register}/{owner}/{client}/{inbox}`` from owners.
+        """
+        if self.inbox is None:
+            return []
+        register = self.topics.register
+        return [f"{register}/{self.inbox}", f"{register}/+/+/{self.inbox}"]
+
+    def on_addressed(self, message: IncomingMessage) -> None:
+        """Handle a registration sent to this manager alone (an answer to its announcement).
+
+        It counts as if it came on the topic it was sent below (the shared topic, or the
+        owner's own), so ownership is proven by the same ACL rule.
+        """
+        base = message.topic.rpartition("/")[0]
+        self.on_register_topic(IncomingMessage(base, message.payload, message.retain))
 
     def on_register_topic(self, message: IncomingMessage) -> None:
         """Handle one message on the register topic (the Messager's handler)."""
@@ -286,6 +319,7 @@ class Membership:
         self.calls.fail(lambda p: p.source == source and p.entry.info.owner == owner)
 
     def _handle_register(self, reg: RegisterToolMessage, owner: str | None) -> None:
+        previous = self.registry.get(reg.tool_id) if reg.tool_id is not None else None
         try:
             entry, is_new, replaced = self.registry.admit(
                 reg, self.messager.connections, owner=owner
@@ -311,21 +345,54 @@ class Membership:
         for old in replaced:
             self._announce_removal(old.info, "replaced")
         self.calls.admitted(entry)
+        if self.liveness is not None:
+            self.liveness.alive(entry.info.id)
         info = entry.info
         if is_new:
             self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
+        elif (
+            previous is not None
+            and previous.connection is not None
+            and entry.connection is not None
+            and entry.connection > previous.connection
+        ):
+            self._resend_all(entry)
         else:
             self._resend_lost(entry)
-        self._spawn(
-            self._publish_status(
-                ToolRegisteredMessage(
-                    source=self.messager.client_id,
-                    tool_id=info.id,
-                    tool_name=info.name,
-                    target=info.source,
-                )
-            )
+        if reg.confirmed:
+            return  # a manager confirmed it before: nothing to tell it
+        confirmation = ToolRegisteredMessage(
+            source=self.messager.client_id,
+            tool_id=info.id,
+            tool_name=info.name,
+            target=info.source,
         )
+        self._spawn(self._publish_quietly(self._status_topic_of(entry), confirmation))
+
+    def _status_topic_of(self, entry: Entry) -> str:
+        """The registering process's own status topic when it reads one, else the shared one."""
+        level = inbox_level(entry.info.source or "")
+        if entry.protocol is None or entry.protocol < 2 or level is None:
+            return self.topics.status  # Argentic tools and older versions read only this
+        return f"{self.topics.status}/{level}"
+
+    def _resend_all(self, entry: Entry) -> None:
+        """The tool's process reconnected: send it again every task still waiting on it.
+
+        Its broker node may have died with the tasks queued for it. The tool runs a task
+        id once: one it already ran gets its recorded reply, one still running is ignored.
+        """
+        topic = self.topics.call(entry.info.id)
+        waiting = self.calls.sent_to(entry.info.id)
+        if waiting:
+            self.logger.info(
+                "tool %r (%s) reconnected; sending %d pending task(s) again",
+                entry.info.name,
+                entry.info.id,
+                len(waiting),
+            )
+        for pending in waiting:
+            self._tasks.spawn(self._publish_quietly(topic, pending.task), "resend")
 
     def _remove(self, entry: Entry, reason: str) -> None:
         if not self.registry.remove(entry):

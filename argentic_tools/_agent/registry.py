@@ -42,7 +42,17 @@ class RegistrationRefusedError(ValueError):
 class Entry:
     """One registered tool instance and what calls to it need."""
 
-    __slots__ = ("epoch", "info", "output_validator", "public", "ready_at", "validator")
+    __slots__ = (
+        "connection",
+        "epoch",
+        "info",
+        "output_validator",
+        "protocol",
+        "public",
+        "ready_at",
+        "suspect_since",
+        "validator",
+    )
 
     def __init__(
         self,
@@ -51,6 +61,9 @@ class Entry:
         ready_at: float,
         epoch: int | None,
         output_validator: SchemaValidator | None = None,
+        *,
+        protocol: int | None = None,
+        connection: int | None = None,
     ) -> None:
         self.info = info
         self.validator = validator
@@ -62,6 +75,14 @@ class Entry:
         self.epoch = epoch
         """Manager connection count when the tool last registered; None for plain Argentic
         tools, which never register again by themselves."""
+        self.protocol = protocol
+        """The tool's extension protocol version (None: a plain Argentic tool)."""
+        self.connection = connection
+        """How many times the tool's process had connected when it registered."""
+        self.suspect_since: float | None = None
+        """Loop time at which a call to this instance went unanswered past its deadline;
+        None while it answers. Calls by name skip a suspect instance while another
+        replica is not suspect (see :mod:`.liveness`)."""
         self.public: dict[str, Any] = {
             "id": info.id,
             "name": info.name,
@@ -157,6 +178,11 @@ class ToolRegistry:
         if len(entries) == 1:
             return entries[0]
         self._round_robin += 1
+        live = [e for e in entries if e.suspect_since is None]
+        if live and len(live) < len(entries):
+            # A replica that missed a deadline may be gone without a Last Will (its
+            # broker node died): skip it until it proves alive (liveness.py).
+            entries = live
         return entries[self._round_robin % len(entries)]
 
     def closest(self, name: str) -> str | None:
@@ -326,7 +352,15 @@ class ToolRegistry:
             )
             entry = Entry(info, validator, ready_at, None, output_validator)
         else:
-            entry = Entry(info, validator, 0.0, epoch, output_validator)
+            entry = Entry(
+                info,
+                validator,
+                0.0,
+                epoch,
+                output_validator,
+                protocol=reg.protocol,
+                connection=reg.connection,
+            )
         if previous is not None:
             self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
         else:

@@ -18,6 +18,7 @@ from .._errors import BrokerError, PayloadTooLargeError
 from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
 from .calls import CallBook, CallSpec, Pending, ToolGoneError
 from .delivery import Delivery
+from .liveness import Liveness
 from .membership import Membership
 from .observations import ObservationPump, observation_of
 from .policy import ToolPolicy
@@ -39,6 +40,7 @@ class CallRunner:
         membership: Knows when the registry may still be settling.
         pump: Takes one observation per call (None: nobody records).
         is_open: Whether the manager is still open (a closed one sends no cancellation).
+        liveness: Told about calls that went unanswered past their deadline.
 
     """
 
@@ -49,7 +51,9 @@ class CallRunner:
         membership: Membership,
         pump: ObservationPump | None,
         is_open: Callable[[], bool],
+        liveness: Liveness | None = None,
     ) -> None:
+        self._liveness = liveness
         self._calls = calls
         self._delivery = delivery
         self._membership = membership
@@ -100,6 +104,10 @@ class CallRunner:
                 result = self._calls.timed_out(call)
                 if call.published:
                     self._delivery.cancel_at_tool(call, result.error)
+                    if self._liveness is not None and (
+                        watch is None or not (watch.reports or watch.delivered)
+                    ):
+                        self._liveness.missed(call.entry)
             except asyncio.CancelledError:
                 # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
                 # must stop too. The TOOL_CANCEL is on its way before this returns.

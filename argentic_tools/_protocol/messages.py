@@ -35,8 +35,12 @@ from .._errors import (
     ToolExecutionError,
 )
 
-PROTOCOL_VERSION = 1
-"""Version of the extensions this package adds to the Argentic messages."""
+PROTOCOL_VERSION = 2
+"""Version of the extensions this package adds to the Argentic messages.
+
+2 added reply topics (``reply_to``), registrations answered to one manager
+(``MANAGER_ONLINE.inbox``), the tool's connection count on registrations, and
+``TOOL_PING``/``TOOL_PONG``."""
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 """Default limit for one MQTT payload, enforced on receive and on send (1 MiB)."""
@@ -141,6 +145,13 @@ class RegisterToolMessage(BaseMessage):
     """Id the tool proposes, already subscribed to its call topic (extension)."""
     protocol: int | None = None
     """Extension protocol version of the sender, absent for plain Argentic peers."""
+    connection: int | None = None
+    """How many times the tool's process has connected to the broker (extension): a
+    higher count than before means it reconnected and may have lost tasks sent to it
+    meanwhile, so managers send their pending tasks to it again."""
+    confirmed: bool | None = None
+    """The tool already holds a manager's confirmation of this id (extension): an
+    answer to one manager's announcement then needs no confirmation back."""
 
     @model_validator(mode="after")
     def _require_a_name(self) -> "RegisterToolMessage":
@@ -211,6 +222,34 @@ class ManagerOnlineMessage(BaseMessage):
     """A manager (re)connected; live tools answer by registering again."""
 
     type: Literal["MANAGER_ONLINE"] = "MANAGER_ONLINE"
+    inbox: str | None = None
+    """The manager's own topic level (extension): tools that know it send their
+    registrations to ``{register topic}/{inbox}`` for this manager alone, instead of to
+    every manager on the shared topic."""
+
+
+class ToolPingMessage(BaseMessage):
+    """Is this tool instance alive? (published on its call topic; extension).
+
+    A manager sends it to an instance that missed a deadline; the instance answers
+    with TOOL_PONG on ``reply_to``. Sent only to tools that declare a protocol version.
+    """
+
+    type: Literal["TOOL_PING"] = "TOOL_PING"
+    tool_id: str
+    """Instance asked."""
+    reply_to: str | None = None
+    """Where to answer (checked like a task's ``reply_to``)."""
+
+
+class ToolPongMessage(BaseMessage):
+    """A tool instance is alive and reading its call topic (answer to TOOL_PING)."""
+
+    type: Literal["TOOL_PONG"] = "TOOL_PONG"
+    tool_id: str
+    """Instance answering."""
+    in_flight: int = 0
+    """Tasks it is running."""
 
 
 class ToolCancelMessage(BaseMessage):
@@ -296,6 +335,10 @@ class TaskMessage(BaseMessage):
     """The caller wants TOOL_PROGRESS reports for this task (extension)."""
     stream: bool | None = None
     """The caller consumes TOOL_PARTIAL chunks as they come (extension)."""
+    reply_to: str | None = None
+    """Where the caller reads the result, progress and chunks: its own topic below the
+    tool's response topic, ``{response_base}/{tool_id}/{inbox}`` (extension; without
+    it, and for any other topic, the tool answers on ``{response_base}/{tool_id}``)."""
 
 
 class TaskResultMessage(TaskMessage):
@@ -421,6 +464,8 @@ AnyMessage = Annotated[
         Annotated[ToolUnregisteredMessage, Tag("TOOL_UNREGISTERED")],
         Annotated[ClientOfflineMessage, Tag("CLIENT_OFFLINE")],
         Annotated[ManagerOnlineMessage, Tag("MANAGER_ONLINE")],
+        Annotated[ToolPingMessage, Tag("TOOL_PING")],
+        Annotated[ToolPongMessage, Tag("TOOL_PONG")],
         Annotated[ToolCancelMessage, Tag("TOOL_CANCEL")],
         Annotated[ToolProgressMessage, Tag("TOOL_PROGRESS")],
         Annotated[ToolPartialMessage, Tag("TOOL_PARTIAL")],

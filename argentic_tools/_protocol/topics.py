@@ -124,6 +124,30 @@ class Topics:
             return None
         return parts[0], parts[1]
 
+    def reply(self, tool_id: str, inbox: str) -> str:
+        """Topic on which ``tool_id`` answers the caller whose inbox is ``inbox``.
+
+        ``{response_base}/{tool_id}/{inbox}``: each manager subscribes to its own
+        inbox only, so a result reaches the manager that made the call and no other.
+        """
+        return f"{self.response_base}/{tool_id}/{inbox}"
+
+    def reply_filter(self, inbox: str) -> str:
+        """Subscription filter matching every tool's answers to ``inbox``."""
+        return f"{self.response_base}/+/{inbox}"
+
+    def is_reply_topic(self, topic: str, tool_id: str) -> bool:
+        """True when ``topic`` is a reply topic of ``tool_id`` (``{response_base}/{tool_id}/X``).
+
+        A task's ``reply_to`` is the caller's claim: a tool publishes only below its
+        own response topic, never wherever a task points it.
+        """
+        prefix = f"{self.response_base}/{tool_id}/"
+        if not topic.startswith(prefix):
+            return False
+        inbox = topic[len(prefix) :]
+        return bool(inbox) and _FORBIDDEN_IN_LEVEL.search(inbox) is None
+
     def call(self, tool_id: str) -> str:
         """Topic on which the tool ``tool_id`` receives tasks."""
         return f"{self.call_base}/{tool_id}"
@@ -142,10 +166,18 @@ class Topics:
         return f"{self.response_base}/"
 
     def tool_id_from_response(self, topic: str) -> str | None:
-        """The tool id in a response topic, or None when ``topic`` is not one."""
+        """The tool id in a response or reply topic, or None when ``topic`` is neither."""
         prefix = self._response_prefix
         if topic.startswith(prefix):
             rest = topic[len(prefix) :]
-            if rest and "/" not in rest:
-                return rest
+            tool_id, _, inbox = rest.partition("/")
+            if tool_id and "/" not in inbox:
+                return tool_id
         return None
+
+
+def inbox_level(client_id: str) -> str | None:
+    """``client_id`` when it can be one topic level (so an ACL's ``%c`` can name it)."""
+    if client_id and _FORBIDDEN_IN_LEVEL.search(client_id) is None and len(client_id) <= 128:
+        return client_id
+    return None

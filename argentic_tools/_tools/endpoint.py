@@ -7,6 +7,7 @@ serialised or is too large). A task id seen before is never executed twice.
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import json
 import logging
@@ -30,6 +31,8 @@ from .._protocol.messages import (
     TaskResultMessage,
     TaskStatus,
     ToolCancelMessage,
+    ToolPingMessage,
+    ToolPongMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolSpec,
@@ -82,7 +85,7 @@ class ToolEndpoint:
         self._recent = TaskRecord()
         self._drops = DropLog(logger)
         self._stopped = False
-        self._registration = b""
+        self._registrations: dict[tuple[int, bool], bytes] = {}
         # A pinned id may be another process's already: its tasks reach every subscriber
         # of the call topic, so this endpoint runs none until a manager has accepted it
         # as the id's holder. A generated id is nobody else's.
@@ -106,7 +109,6 @@ class ToolEndpoint:
         await StatusRouter.of(self.messager, self.topics.status).add(self)
         await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
         self.messager.add_reconnect_hook(self.register_again)
-        self._registration = self._build_registration()
         for _ in range(attempts):
             await self.register_again()
             with contextlib.suppress(TimeoutError):
@@ -157,7 +159,16 @@ class ToolEndpoint:
 
     # -- registration ----------------------------------------------------------
 
-    def _build_registration(self) -> bytes:
+    def _registration(self) -> bytes:
+        """The registration as it stands: the connection count and the confirmation."""
+        key = (self.messager.connections, self._accepted and self.confirmed.is_set())
+        data = self._registrations.get(key)
+        if data is None:
+            self._registrations.clear()
+            data = self._registrations[key] = self._build_registration(*key)
+        return data
+
+    def _build_registration(self, connection: int, confirmed: bool) -> bytes:
         tool = self.tool
         spec = ToolSpec(
             name=tool.name,
@@ -176,6 +187,8 @@ class ToolEndpoint:
             tool_spec=spec,
             tool_id=self.tool_id,
             protocol=PROTOCOL_VERSION,
+            connection=connection,
+            confirmed=True if confirmed else None,
         )
         return encode(message)
 
@@ -187,12 +200,20 @@ class ToolEndpoint:
             metadata["annotations"] = self.tool.annotations
         return metadata
 
-    async def register_again(self) -> None:
-        """Publish the registration again (a manager announced itself, or a reconnect)."""
+    async def register_again(self, inbox: str | None = None) -> None:
+        """Publish the registration again (a manager announced itself, or a reconnect).
+
+        Args:
+            inbox: The announcing manager's own level: the registration goes to it
+                alone, on ``{register topic}/{inbox}``, so a manager joining a fleet
+                costs one message per tool, not one per tool and manager.
+
+        """
         if self._stopped:
             return
+        topic = self.register_topic if inbox is None else f"{self.register_topic}/{inbox}"
         try:
-            await self.messager.publish(self.register_topic, self._registration)
+            await self.messager.publish(topic, self._registration())
         except PayloadTooLargeError as exc:
             self._refused = f"registration is too large: {exc}"
             self.confirmed.set()
@@ -231,7 +252,7 @@ class ToolEndpoint:
         self.tool_id = tool_id
         await self.messager.subscribe(self.topics.call(tool_id), self._on_task)
         await self.messager.unsubscribe(old, self._on_task)
-        self._registration = self._build_registration()
+        self._registrations.clear()
 
     # -- serving -----------------------------------------------------------------
 
@@ -249,6 +270,9 @@ class ToolEndpoint:
             return
         if isinstance(task, ToolCancelMessage):
             self._cancel(task)
+            return
+        if isinstance(task, ToolPingMessage):
+            self._pong(task)
             return
         if type(task) is not TaskMessage:
             self._drops.drop(message.topic, f"expected a TASK message, got {task.type}")
@@ -275,8 +299,9 @@ class ToolEndpoint:
                 self._start(key, self._publish_reply(seen, task, deadline), "resend")
             return
         self._recent.remember(key, RUNNING, keep_until(deadline, task.deadline))
+        reply_topic = self._reply_topic(task.reply_to)
         control = CallControl(
-            self._publish_update,
+            functools.partial(self.messager.publish, reply_topic),
             task=task,
             tool_id=self.tool_id,
             source=self.messager.client_id,
@@ -307,8 +332,35 @@ class ToolEndpoint:
         runner.add_done_callback(lambda _: self._tasks.pop(key, None))
         return runner
 
-    async def _publish_update(self, data: bytes) -> None:
-        await self.messager.publish(self.topics.response(self.tool_id), data)
+    def _reply_topic(self, reply_to: str | None) -> str:
+        """Where to answer a task or a ping.
+
+        The caller's ``reply_to`` if it is one of this tool's reply topics (a task
+        names its caller's inbox; it cannot point a tool anywhere else), otherwise
+        the shared response topic, as Argentic callers expect.
+        """
+        if reply_to is not None:
+            if self.topics.is_reply_topic(reply_to, self.tool_id):
+                return reply_to
+            self._drops.drop(reply_to, "reply_to is not one of this tool's reply topics")
+        return self.topics.response(self.tool_id)
+
+    def _pong(self, ping: ToolPingMessage) -> None:
+        """A manager asks whether this instance is alive: answer at once."""
+        if ping.tool_id != self.tool_id or ping.reply_to is None:
+            return
+        if not self.topics.is_reply_topic(ping.reply_to, self.tool_id):
+            self._drops.drop(ping.reply_to, "reply_to is not one of this tool's reply topics")
+            return
+        pong = ToolPongMessage(
+            source=self.messager.client_id, tool_id=self.tool_id, in_flight=len(self._tasks)
+        )
+        self.messager.spawn(self._publish_pong(ping.reply_to, pong), "pong")
+
+    async def _publish_pong(self, topic: str, pong: ToolPongMessage) -> None:
+        with contextlib.suppress(TimeoutError, BrokerError):
+            async with asyncio.timeout(5):
+                await self.messager.publish(topic, pong)
 
     async def _serve(
         self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
@@ -479,7 +531,7 @@ class ToolEndpoint:
         patience = _patience(deadline)
         try:
             async with asyncio.timeout(patience):
-                await self.messager.publish(self.topics.response(self.tool_id), reply)
+                await self.messager.publish(self._reply_topic(task.reply_to), reply)
         except TimeoutError:
             logger.warning(
                 "tool %r: could not send the reply to task %s: no connection to the broker "

@@ -2,9 +2,11 @@
 
 Each status message is parsed once and handed only to the endpoints whose tool it
 names; with a thousand tools in one process, per-endpoint subscriptions would parse
-every confirmation a thousand times. The router belongs to its connection (a
-:class:`Messager` attachment), and the work it starts is owned by that connection,
-so closing the connection cancels and awaits it.
+every confirmation a thousand times. Managers confirm this package's tools on the
+connection's own status topic, ``{status}/{client id}``, so a confirmation reaches the
+one process it is about; Argentic managers confirm on the shared one. The router
+belongs to its connection (a :class:`Messager` attachment), and the work it starts
+is owned by that connection, so closing the connection cancels and awaits it.
 """
 
 import asyncio
@@ -17,6 +19,7 @@ from .._protocol.messages import (
     ToolRegistrationErrorMessage,
     parse_message,
 )
+from .._protocol.topics import inbox_level
 from .._transport import IncomingMessage, Messager
 
 if TYPE_CHECKING:
@@ -36,12 +39,20 @@ class StatusRouter:
         """The router of ``topic`` on ``messager``, created on first use."""
         return messager.attachment((cls, topic), lambda: cls(messager, topic))
 
+    @property
+    def own_topic(self) -> str | None:
+        """The connection's own status topic (None when its client id cannot be a level)."""
+        level = inbox_level(self.messager.client_id)
+        return None if level is None else f"{self.topic}/{level}"
+
     async def add(self, endpoint: "ToolEndpoint") -> None:
         """Route status messages naming ``endpoint``'s tool to it."""
         first = not self.by_name
         self.by_name.setdefault(endpoint.tool.name, []).append(endpoint)
         if first:
             await self.messager.subscribe(self.topic, self._on_status)
+            if self.own_topic is not None:
+                await self.messager.subscribe(self.own_topic, self._on_status)
 
     async def remove(self, endpoint: "ToolEndpoint") -> None:
         """Stop routing to ``endpoint``; unsubscribe when no endpoint is left."""
@@ -53,6 +64,8 @@ class StatusRouter:
             self.by_name.pop(name, None)
         if not self.by_name:
             await self.messager.unsubscribe(self.topic, self._on_status)
+            if self.own_topic is not None:
+                await self.messager.unsubscribe(self.own_topic, self._on_status)
 
     def _on_status(self, message: IncomingMessage) -> None:
         try:
@@ -60,9 +73,12 @@ class StatusRouter:
         except ProtocolError:
             return  # the status topic is shared; other peers' chatter is not ours to judge
         if isinstance(parsed, ManagerOnlineMessage):
+            # Answer that manager alone when it says where; an Argentic manager does not.
+            inbox = None if parsed.inbox is None else inbox_level(parsed.inbox)
             endpoints = [e for group in self.by_name.values() for e in group]
             self.messager.spawn(
-                asyncio.gather(*(e.register_again() for e in endpoints)), "status:re-register"
+                asyncio.gather(*(e.register_again(inbox) for e in endpoints)),
+                "status:re-register",
             )
         elif isinstance(parsed, ToolRegisteredMessage | ToolRegistrationErrorMessage):
             for endpoint in self.by_name.get(parsed.tool_name, ()):

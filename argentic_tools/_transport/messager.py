@@ -3,8 +3,11 @@
 :class:`Messager` owns one MQTT connection with one reader task that
 dispatches every incoming message by topic. It reconnects with backoff when
 the broker goes away, subscribes again, and tells its owners through
-reconnect hooks so that they can register again. aiomqtt and paho exceptions
-never leave this package: they become :class:`~argentic_tools.BrokerError`.
+reconnect hooks so that they can register again. Given several brokers (the
+nodes of a cluster), it tries them in turn and fails over to the next one when
+its connection dies or a node refuses a subscription. aiomqtt and paho
+exceptions never leave this package: they become
+:class:`~argentic_tools.BrokerError`.
 """
 
 import asyncio
@@ -14,7 +17,9 @@ import random
 import re
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiomqtt
@@ -64,6 +69,80 @@ def _describe_mqtt_error(exc: Exception) -> str:
 _HOST_PORT = re.compile(r"^(\[[^\]]+\]|[^:/\[\]@]+):\d{1,5}$")
 """``host:port`` (or ``[v6]:port``) typed without a scheme."""
 
+ATTEMPT_SECONDS = 3.0
+"""With several brokers, how long one connection attempt may take before the next
+address is tried (a node that is down but not refusing would otherwise hold the
+whole ``connect_timeout``)."""
+
+SUBSCRIBE_BATCH = 64
+"""Filters per SUBSCRIBE packet when a connection is (re-)established: a process
+serving a thousand tools subscribes again in a few round trips, not a thousand."""
+
+RECONNECT_WARN_SECONDS = 10.0
+"""While reconnecting fails, a warning at most this often (the first one at once)."""
+
+REFUSALS_FOR_FRESH_SESSION = 2
+"""Attempts in a row on which a broker refused a subscription before a kept session
+is given up there: a session pinned to a dead node's queues can refuse for good."""
+
+
+@dataclass(frozen=True)
+class BrokerAddress:
+    """One broker (or cluster node) a :class:`Messager` may connect to."""
+
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+    tls: bool = False
+
+    def __str__(self) -> str:
+        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+
+def parse_brokers(
+    broker_address: "str | Sequence[str]",
+    port: int = 1883,
+    username: str | None = None,
+    password: str | None = None,
+) -> list[BrokerAddress]:
+    """The brokers in ``broker_address``: one address, a comma-separated list, or a list.
+
+    Each is a URL (``mqtt://user:pw@host:1883``, ``mqtts://host``), ``host:port``, or a
+    plain host on ``port``; credentials in a URL win over ``username``/``password``.
+
+    Raises:
+        ValueError: No address, or one that cannot be parsed (the message says which).
+
+    """
+    items = broker_address.split(",") if isinstance(broker_address, str) else broker_address
+    brokers = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        if "://" in item or _HOST_PORT.match(item):
+            url = BrokerURL.parse(item)
+            brokers.append(
+                BrokerAddress(
+                    url.host,
+                    url.port,
+                    url.username or username,
+                    url.password or password,
+                    url.tls,
+                )
+            )
+        else:
+            brokers.append(BrokerAddress(item, port, username, password, False))
+    if not brokers:
+        raise ValueError(f"no broker address in {broker_address!r}")
+    return brokers
+
+
+def _refused(codes: Any) -> bool:
+    """True when a SUBACK refused a filter (return code 0x80 or any failure code)."""
+    return any(getattr(code, "value", code) >= 0x80 for code in codes)
+
 
 class Messager(AsyncResource):
     """One MQTT connection shared by a manager and/or tools in a process.
@@ -75,6 +154,10 @@ class Messager(AsyncResource):
     Args:
         broker_address: Host name, or a URL such as ``mqtt://user:pw@host:1883``
             or ``mqtts://host:8883`` (the URL's port, credentials and TLS win).
+            Several brokers (the nodes of a cluster): a list, or the addresses
+            separated by commas (``mqtt://a:1883,mqtt://b:1883``); they are tried in
+            turn, each for at most ``attempt_timeout`` seconds, and a connection
+            that dies, or a node that refuses a subscription, fails over to the next.
         port: Broker port when ``broker_address`` is a plain host.
         client_id: MQTT client id; a unique one is generated when empty. Give a
             stable one (the same on every start) to keep a session across restarts.
@@ -96,6 +179,14 @@ class Messager(AsyncResource):
             the broker, queueing messages for nobody (until the broker's
             ``persistent_client_expiration``, forever without it). A session kept
             for a generated id (True) is ended by :meth:`disconnect`.
+        attempt_timeout: Seconds one connection attempt to one broker may take;
+            default ``connect_timeout`` for one broker, :data:`ATTEMPT_SECONDS`
+            (at most ``connect_timeout``) for several.
+        fresh_session_on_failover: With a kept session: connecting to another broker
+            than the one the session was last on, or to one that refused a
+            subscription twice in a row, starts a fresh session there (a session
+            pinned to a dead node's queues can block re-subscribing). Tasks lost with
+            the old session are sent again by managers once the tool registers.
 
     """
 
@@ -114,28 +205,40 @@ class Messager(AsyncResource):
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         connect_timeout: float = 10.0,
         persistent_session: bool | None = None,
+        attempt_timeout: float | None = None,
+        fresh_session_on_failover: bool = True,
     ) -> None:
-        if "://" in broker_address or _HOST_PORT.match(broker_address):
-            # A URL, or "host:port" without a scheme (as people type it).
-            url = BrokerURL.parse(broker_address)
-            broker_address, port = url.host, url.port
-            username = url.username or username
-            password = url.password or password
-            tls = url.tls
-        else:
-            tls = False
-        self.broker_address = broker_address
-        self.port = port
+        self.brokers = parse_brokers(broker_address, port, username, password)
+        """Every broker this connection may use, in the order they are tried."""
+        first = self.brokers[0]
+        self._at = 0
+        self.broker_address = first.host
+        """Host of the broker in use (or tried first)."""
+        self.port = first.port
+        """Port of the broker in use (or tried first)."""
+        username, password = first.username, first.password
         self.client_id = client_id or make_client_id()
         self._stable_id = bool(client_id)
         self.username = username
         self.password = password
         self.keepalive = keepalive
         self.tls_params = tls_params
-        self.tls_context = build_tls_context(tls_params, enabled=tls)
+        self.tls_context = build_tls_context(
+            tls_params, enabled=any(broker.tls for broker in self.brokers)
+        )
         self.will_topic = will_topic
         self.max_payload_bytes = max_payload_bytes
         self.connect_timeout = connect_timeout
+        self.attempt_timeout = (
+            attempt_timeout
+            if attempt_timeout is not None
+            else connect_timeout
+            if len(self.brokers) == 1
+            else min(connect_timeout, ATTEMPT_SECONDS)
+        )
+        self.fresh_session_on_failover = fresh_session_on_failover
+        self._session_at: int | None = None
+        self._refusals = 0
         self.persistent_session = (
             self._stable_id if persistent_session is None else persistent_session
         )
@@ -168,7 +271,7 @@ class Messager(AsyncResource):
 
     @property
     def url(self) -> str:
-        """The broker address as a URL (without credentials)."""
+        """The address of the broker in use (or tried first) as a URL, without credentials."""
         scheme = "mqtts" if self.tls_context is not None else "mqtt"
         return f"{scheme}://{self.broker_address}:{self.port}"
 
@@ -306,10 +409,17 @@ class Messager(AsyncResource):
         is_new = self._subscriptions.add(topic, handler)
         if is_new and self._client is not None and self._connected.is_set():
             try:
-                await self._client.subscribe(topic, qos=1)
+                codes = await self._client.subscribe(topic, qos=1)
             except aiomqtt.MqttError as exc:
                 # The reconnect path subscribes again; report, do not lose the handler.
                 raise BrokerError(f"subscribing to {topic!r} failed: {exc}") from None
+            if _refused(codes):
+                # Never ignored: a client that believes it subscribed would wait forever.
+                self._subscriptions.remove(topic, handler)
+                raise BrokerError(
+                    f"the broker at {self.url} refused the subscription to {topic!r} "
+                    "(not authorised by its ACL, or a filter it does not support)"
+                )
 
     async def unsubscribe(self, topic: str, handler: Handler | None = None) -> None:
         """Remove ``handler`` (or every handler) from ``topic``; unsubscribe when none is left."""
@@ -400,51 +510,87 @@ class Messager(AsyncResource):
             if not future.done():
                 future.set_result(None)
 
-    def _new_client(self, will: aiomqtt.Will | None, *, clean_session: bool) -> aiomqtt.Client:
+    def _new_client(
+        self, broker: BrokerAddress, will: aiomqtt.Will | None, *, clean_session: bool
+    ) -> aiomqtt.Client:
         return aiomqtt.Client(
-            self.broker_address,
-            self.port,
+            broker.host,
+            broker.port,
             identifier=self.client_id,
-            username=self.username,
-            password=self.password,
+            username=broker.username,
+            password=broker.password,
             keepalive=self.keepalive,
             will=will,
             clean_session=clean_session,
-            tls_context=self.tls_context,
+            tls_context=self.tls_context if broker.tls or self.tls_params else None,
             socket_options=_NODELAY,
-            timeout=self.connect_timeout,
+            timeout=self.attempt_timeout,
             logger=_aiomqtt_logger,
             max_inflight_messages=0,  # unlimited, so paho skips its O(n) scan per PUBACK
         )
 
-    async def _end_session(self) -> None:
+    async def _end_session(self, broker: BrokerAddress | None = None) -> None:
         """Connect once more with a clean session: MQTT 3.1.1's only way to end one."""
-        client = self._new_client(None, clean_session=True)
+        client = self._new_client(broker or self.brokers[self._at], None, clean_session=True)
         try:
-            async with asyncio.timeout(min(self.connect_timeout, 2.0)):
+            async with asyncio.timeout(min(self.attempt_timeout, 2.0)):
                 await client.__aenter__()
                 await client.__aexit__(None, None, None)
         except Exception as exc:  # noqa: BLE001 - best effort: the broker's expiry remains
             _internals.close_socket(client)
             self.logger.warning("could not end the MQTT session of %s: %s", self.client_id, exc)
 
-    async def _open(self) -> aiomqtt.Client:
+    async def _open(self, *, after_loss: bool = False) -> aiomqtt.Client:
+        """Connect to the first broker that accepts, starting with the current one.
+
+        After a lost connection the next broker is tried first: the one that just
+        failed is the least likely to be healthy.
+        """
+        count = len(self.brokers)
+        start = (self._at + 1) % count if after_loss else self._at
+        problems = []
+        for step in range(count):
+            index = (start + step) % count
+            try:
+                client = await self._open_at(index)
+            except BrokerUnavailableError as exc:
+                problems.append(str(exc))
+                continue
+            self._at = index
+            broker = self.brokers[index]
+            self.broker_address, self.port = broker.host, broker.port
+            return client
+        if count == 1:
+            raise BrokerUnavailableError(problems[0])
+        raise BrokerUnavailableError(
+            f"cannot connect to any of the {count} MQTT brokers: " + "; ".join(problems)
+        )
+
+    async def _open_at(self, index: int) -> aiomqtt.Client:
+        broker = self.brokers[index]
+        if self.persistent_session and self.fresh_session_on_failover:
+            moved = self._session_at is not None and self._session_at != index
+            if moved or self._refusals >= REFUSALS_FOR_FRESH_SESSION:
+                # The session may be pinned to a dead node's queues: start afresh here.
+                self.logger.info("starting a fresh MQTT session on %s", broker)
+                await self._end_session(broker)
+                self._refusals = 0
         will = None
         if self.will_topic:
             will = aiomqtt.Will(
                 self.will_topic, encode(ClientOfflineMessage(source=self.client_id)), qos=1
             )
-        client = self._new_client(will, clean_session=not self.persistent_session)
+        client = self._new_client(broker, will, clean_session=not self.persistent_session)
         # Dispatch straight from paho's callback (it runs on the event loop): no queue,
         # no task and no wait per message, which is most of a round trip's cost.
         _internals.install_callbacks(client, self._on_paho_message, self._on_puback)
-        where = f"{self.broker_address}:{self.port}"
+        where = f"{broker.host}:{broker.port}"
         problem: str | None = None
         try:
-            async with asyncio.timeout(self.connect_timeout):
+            async with asyncio.timeout(self.attempt_timeout):
                 await client.__aenter__()
         except TimeoutError:
-            problem = f"no answer within {self.connect_timeout:g} s"
+            problem = f"no answer within {self.attempt_timeout:g} s"
         except aiomqtt.MqttError as exc:
             problem = _describe_mqtt_error(exc)
         except (OSError, ssl.SSLError) as exc:
@@ -454,17 +600,43 @@ class Messager(AsyncResource):
             raise BrokerUnavailableError(
                 f"cannot connect to the MQTT broker at {where}: {problem}"
             ) from None
+        filters = self._subscriptions.filters()
+        refused: str | None = None
         try:
-            for topic in self._subscriptions.filters():
-                await client.subscribe(topic, qos=1)
-        except aiomqtt.MqttError as exc:
+            async with asyncio.timeout(self.connect_timeout):
+                for first in range(0, len(filters), SUBSCRIBE_BATCH):
+                    batch = filters[first : first + SUBSCRIBE_BATCH]
+                    codes = await client.subscribe([(topic, 1) for topic in batch])
+                    if _refused(codes):
+                        refused = next(
+                            t for t, c in zip(batch, list(codes), strict=False) if _refused([c])
+                        )
+                        break
+        except (aiomqtt.MqttError, TimeoutError) as exc:
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
-            raise BrokerUnavailableError(f"subscribing at {where} failed: {exc}") from None
+            raise BrokerUnavailableError(
+                f"subscribing at {where} failed: {exc or 'no answer'}"
+            ) from None
+        if refused is not None:
+            # A node that cannot serve a subscription (a session pinned to a dead node,
+            # a cluster still recovering) must not leave this client connected and deaf.
+            self._refusals += 1
+            with contextlib.suppress(Exception):
+                await client.__aexit__(None, None, None)
+            raise BrokerUnavailableError(
+                f"the broker at {where} refused the subscription to {refused!r}"
+            )
+        self._refusals = 0
+        if self.persistent_session:
+            self._session_at = index
         return client
 
     async def _run(self) -> None:
         backoff = 0.05
+        failures = 0
+        warned_at = -RECONNECT_WARN_SECONDS
+        lost = False
         while not self._closing:
             client = self._client
             if client is not None:
@@ -474,6 +646,7 @@ class Messager(AsyncResource):
                     if self._closing:
                         return
                     self.logger.warning("lost the connection to %s: %s", self.url, exc)
+                lost = True
                 self._connected.clear()
                 self._client = None
                 # Publishes waiting for PUBACKs that can never come: wake them to resend.
@@ -481,16 +654,28 @@ class Messager(AsyncResource):
                 with contextlib.suppress(Exception):
                     await client.__aexit__(None, None, None)
             try:
-                self._client = await self._open()
+                self._client = await self._open(after_loss=lost)
             except BrokerUnavailableError as exc:
-                self.logger.debug("reconnect failed: %s; retrying in %.2f s", exc, backoff)
+                failures += 1
+                lost = False  # a full round failed: start from the current one again
+                now = time.monotonic()
+                if now - warned_at >= RECONNECT_WARN_SECONDS:
+                    warned_at = now
+                    self.logger.warning(
+                        "cannot reconnect (attempt %d): %s; still trying", failures, exc
+                    )
+                else:
+                    self.logger.debug("reconnect failed: %s; retrying in %.2f s", exc, backoff)
                 await asyncio.sleep(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, 2.0)
                 continue
             backoff = 0.05
+            lost = False
             self.connections += 1
             self._connected.set()
-            self.logger.info("reconnected to %s", self.url)
+            after = f" after {failures} failed attempt(s)" if failures else ""
+            failures = 0
+            self.logger.info("reconnected to %s%s", self.url, after)
             for hook in list(self._reconnect_hooks):
                 self.spawn(self._run_hook(hook), "mqtt-reconnect-hook")
 

@@ -1,0 +1,133 @@
+"""Which tool instances still answer, when no Last Will can say that one is gone.
+
+A broker node that dies takes its clients' Last Wills with it: no engine publishes
+them. A replica whose process lived on such a node, and does not come back, would
+keep getting its share of the calls until each one timed out. So an instance that
+lets a call run past its deadline without a word becomes *suspect*: calls by name
+skip it while another replica is not suspect (:meth:`ToolRegistry.lookup`). It is
+cleared by any sign of life: a result, a progress report, a registration, or the
+answer to the ``TOOL_PING`` this sends it every :data:`PROBE_SECONDS` (tools that
+declare no protocol version cannot answer one; they are given another chance after
+:data:`PARDON_SECONDS`).
+"""
+
+import asyncio
+import contextlib
+
+from .._lifecycle import TaskSet
+from .._logging import InstanceLogger
+from .._protocol.messages import ToolPingMessage, encode
+from .._protocol.topics import Topics
+from .._transport import Messager
+from .registry import Entry, ToolRegistry
+
+PROBE_SECONDS = 1.0
+"""How often a suspect instance is asked whether it is alive."""
+
+PARDON_SECONDS = 30.0
+"""How long a suspect plain Argentic instance (which cannot answer a ping) is skipped."""
+
+WARN_AFTER_SECONDS = 5.0
+"""A suspect silent this long is reported as a warning (a slow tool answers its first
+ping within milliseconds and is never reported)."""
+
+
+class Liveness:
+    """Suspects the instances that miss deadlines, and probes them until they answer.
+
+    Args:
+        registry: The manager's registry.
+        messager: The manager's connection.
+        topics: The manager's topics.
+        inbox: The manager's own level, where pongs come back (None: no probes).
+        logger: The manager's logger.
+        tasks: Owns the probing task (the manager cancels it on close).
+
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        messager: Messager,
+        topics: Topics,
+        inbox: str | None,
+        logger: InstanceLogger,
+        tasks: TaskSet,
+    ) -> None:
+        self.registry = registry
+        self.messager = messager
+        self.topics = topics
+        self.inbox = inbox
+        self.logger = logger
+        self._tasks = tasks
+        self._suspects: dict[str, Entry] = {}
+        self._warned: set[str] = set()
+        self._prober: asyncio.Task[None] | None = None
+
+    @property
+    def suspects(self) -> list[str]:
+        """Ids of the instances skipped right now."""
+        return [tool_id for tool_id, entry in self._suspects.items() if self._current(entry)]
+
+    def missed(self, entry: Entry) -> None:
+        """A call to ``entry`` ran past its deadline without a word from the tool."""
+        if not self._current(entry) or entry.suspect_since is not None:
+            return
+        entry.suspect_since = asyncio.get_running_loop().time()
+        self._suspects[entry.info.id] = entry
+        self.logger.info(
+            "tool %r instance %s missed a deadline; calls go to its other replicas until "
+            "it answers",
+            entry.info.name,
+            entry.info.id,
+        )
+        if self._prober is None or self._prober.done():
+            self._prober = self._tasks.spawn(self._probe(), "liveness")
+
+    def alive(self, tool_id: str | None) -> None:
+        """Something came from ``tool_id``: it is reading and answering."""
+        if tool_id is None or not self._suspects:
+            return
+        entry = self._suspects.pop(tool_id, None)
+        if entry is not None and entry.suspect_since is not None:
+            entry.suspect_since = None
+            if tool_id in self._warned:
+                self._warned.discard(tool_id)
+                self.logger.warning("tool %r instance %s answers again", entry.info.name, tool_id)
+
+    def _current(self, entry: Entry) -> bool:
+        return self.registry.get(entry.info.id) is entry
+
+    async def _probe(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._suspects:
+            for tool_id, entry in list(self._suspects.items()):
+                if not self._current(entry) or entry.suspect_since is None:
+                    # Registered again (a new entry, not suspect) or removed.
+                    del self._suspects[tool_id]
+                    self._warned.discard(tool_id)
+                    continue
+                silent = loop.time() - entry.suspect_since
+                if silent >= WARN_AFTER_SECONDS and tool_id not in self._warned:
+                    self._warned.add(tool_id)
+                    self.logger.warning(
+                        "tool %r instance %s has not answered for %.0f s (its process or "
+                        "its broker node may be gone); calls skip it while another replica "
+                        "answers",
+                        entry.info.name,
+                        tool_id,
+                        silent,
+                    )
+                if entry.protocol is None or self.inbox is None:
+                    if silent >= PARDON_SECONDS:
+                        self.alive(tool_id)
+                else:
+                    ping = ToolPingMessage(
+                        source=self.messager.client_id,
+                        tool_id=tool_id,
+                        reply_to=self.topics.reply(tool_id, self.inbox),
+                    )
+                    with contextlib.suppress(Exception):
+                        async with asyncio.timeout(PROBE_SECONDS):
+                            await self.messager.publish(self.topics.call(tool_id), encode(ping))
+            await asyncio.sleep(PROBE_SECONDS)
