@@ -203,7 +203,8 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--broker",
         default=os.environ.get(BROKER_VARIABLE) or "mqtt://127.0.0.1:1883",
-        help=f"broker URL, mqtt://[user:pass@]host:port, mqtts://... or host:port; "
+        help=f"broker URL, mqtt://[user:pass@]host:port, mqtts://... or host:port; the "
+        "nodes of a cluster separated by commas (tried in turn, with fail-over); "
         f"${BROKER_VARIABLE} sets the default",
     )
     parser.add_argument("--topic-prefix", default=None, help="prefix for all protocol topics")
@@ -228,7 +229,7 @@ def tls_params_from(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--max-concurrency``, ``--grace-period`` and ``--tool-id`` options to ``parser``."""
+    """Add ``--max-concurrency``, ``--grace-period``, ``--tool-id`` and ``--session``."""
     parser.add_argument(
         "--max-concurrency", type=int, default=64, help="calls served at once per tool"
     )
@@ -244,6 +245,15 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="NAME=ID",
         help="pin a tool's id (for broker ACLs); repeatable",
+    )
+    parser.add_argument(
+        "--session",
+        choices=("clean", "persistent", "persistent-keep"),
+        default="clean",
+        help="MQTT session: clean (nothing kept while disconnected), persistent (the "
+        "broker queues tasks while disconnected; a fail-over to another node starts a "
+        "fresh session there), persistent-keep (the session is resumed on any node: "
+        "for clusters that replicate sessions, like RabbitMQ with quorum queues)",
     )
 
 
@@ -271,6 +281,8 @@ def service_from_args(
         tool_ids=pinned,
         debug=args.debug,
         tls_params=tls_params_from(args),
+        persistent_session=args.session != "clean",
+        fresh_session_on_failover=args.session != "persistent-keep",
         **options,
     )
 

@@ -7,7 +7,7 @@ private attributes lives in :mod:`._internals`.
 
 from .messager import Messager
 from .routing import Handler, IncomingMessage, ReconnectHook, topic_matches
-from .url import BrokerURL, build_tls_context, make_client_id
+from .url import BrokerURL, build_tls_context, make_client_id, parse_brokers
 
 __all__ = [
     "BrokerURL",
@@ -17,5 +17,6 @@ __all__ = [
     "ReconnectHook",
     "build_tls_context",
     "make_client_id",
+    "parse_brokers",
     "topic_matches",
 ]

@@ -14,12 +14,10 @@ import asyncio
 import contextlib
 import logging
 import random
-import re
 import socket
 import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aiomqtt
@@ -36,7 +34,7 @@ from .._protocol.messages import (
 from .._protocol.topics import DEFAULT_REGISTER_TOPIC
 from . import _internals
 from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions
-from .url import BrokerURL, build_tls_context, make_client_id
+from .url import BrokerURL, build_tls_context, make_client_id, parse_brokers
 
 logger = logging.getLogger("argentic_tools.transport")
 _T = TypeVar("_T")
@@ -66,9 +64,6 @@ def _describe_mqtt_error(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-_HOST_PORT = re.compile(r"^(\[[^\]]+\]|[^:/\[\]@]+):\d{1,5}$")
-"""``host:port`` (or ``[v6]:port``) typed without a scheme."""
-
 ATTEMPT_SECONDS = 3.0
 """With several brokers, how long one connection attempt may take before the next
 address is tried (a node that is down but not refusing would otherwise hold the
@@ -84,59 +79,6 @@ RECONNECT_WARN_SECONDS = 10.0
 REFUSALS_FOR_FRESH_SESSION = 2
 """Attempts in a row on which a broker refused a subscription before a kept session
 is given up there: a session pinned to a dead node's queues can refuse for good."""
-
-
-@dataclass(frozen=True)
-class BrokerAddress:
-    """One broker (or cluster node) a :class:`Messager` may connect to."""
-
-    host: str
-    port: int
-    username: str | None = None
-    password: str | None = None
-    tls: bool = False
-
-    def __str__(self) -> str:
-        return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
-
-
-def parse_brokers(
-    broker_address: "str | Sequence[str]",
-    port: int = 1883,
-    username: str | None = None,
-    password: str | None = None,
-) -> list[BrokerAddress]:
-    """The brokers in ``broker_address``: one address, a comma-separated list, or a list.
-
-    Each is a URL (``mqtt://user:pw@host:1883``, ``mqtts://host``), ``host:port``, or a
-    plain host on ``port``; credentials in a URL win over ``username``/``password``.
-
-    Raises:
-        ValueError: No address, or one that cannot be parsed (the message says which).
-
-    """
-    items = broker_address.split(",") if isinstance(broker_address, str) else broker_address
-    brokers = []
-    for raw in items:
-        item = raw.strip()
-        if not item:
-            continue
-        if "://" in item or _HOST_PORT.match(item):
-            url = BrokerURL.parse(item)
-            brokers.append(
-                BrokerAddress(
-                    url.host,
-                    url.port,
-                    url.username or username,
-                    url.password or password,
-                    url.tls,
-                )
-            )
-        else:
-            brokers.append(BrokerAddress(item, port, username, password, False))
-    if not brokers:
-        raise ValueError(f"no broker address in {broker_address!r}")
-    return brokers
 
 
 def _refused(codes: Any) -> bool:
@@ -192,7 +134,7 @@ class Messager(AsyncResource):
 
     def __init__(
         self,
-        broker_address: str = "localhost",
+        broker_address: str | Sequence[str] = "localhost",
         port: int = 1883,
         client_id: str = "",
         username: str | None = None,
@@ -272,7 +214,7 @@ class Messager(AsyncResource):
     @property
     def url(self) -> str:
         """The address of the broker in use (or tried first) as a URL, without credentials."""
-        scheme = "mqtts" if self.tls_context is not None else "mqtt"
+        scheme = "mqtts" if self.brokers[self._at].tls or self.tls_params else "mqtt"
         return f"{scheme}://{self.broker_address}:{self.port}"
 
     def is_connected(self) -> bool:
@@ -511,7 +453,7 @@ class Messager(AsyncResource):
                 future.set_result(None)
 
     def _new_client(
-        self, broker: BrokerAddress, will: aiomqtt.Will | None, *, clean_session: bool
+        self, broker: BrokerURL, will: aiomqtt.Will | None, *, clean_session: bool
     ) -> aiomqtt.Client:
         return aiomqtt.Client(
             broker.host,
@@ -529,7 +471,7 @@ class Messager(AsyncResource):
             max_inflight_messages=0,  # unlimited, so paho skips its O(n) scan per PUBACK
         )
 
-    async def _end_session(self, broker: BrokerAddress | None = None) -> None:
+    async def _end_session(self, broker: BrokerURL | None = None) -> None:
         """Connect once more with a clean session: MQTT 3.1.1's only way to end one."""
         client = self._new_client(broker or self.brokers[self._at], None, clean_session=True)
         try:

@@ -1,8 +1,10 @@
 """Broker addresses and TLS: ``mqtt://[user:pass@]host[:port]`` and ``mqtts://``."""
 
 import os
+import re
 import ssl
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -49,6 +51,49 @@ class BrokerURL:
 
     def __str__(self) -> str:
         return f"{'mqtts' if self.tls else 'mqtt'}://{self.host}:{self.port}"
+
+
+_HOST_PORT = re.compile(r"^(\[[^\]]+\]|[^:/\[\]@]+):\d{1,5}$")
+"""``host:port`` (or ``[v6]:port``) typed without a scheme."""
+
+
+def parse_brokers(
+    broker_address: "str | Sequence[str]",
+    port: int = 1883,
+    username: str | None = None,
+    password: str | None = None,
+) -> list[BrokerURL]:
+    """The brokers in ``broker_address``: one address, a comma-separated list, or a list.
+
+    Each is a URL (``mqtt://user:pw@host:1883``, ``mqtts://host``), ``host:port``, or a
+    plain host on ``port``; credentials in a URL win over ``username``/``password``.
+
+    Raises:
+        ValueError: No address, or one that cannot be parsed (the message says which).
+
+    """
+    items = broker_address.split(",") if isinstance(broker_address, str) else broker_address
+    brokers = []
+    for raw in items:
+        item = raw.strip()
+        if not item:
+            continue
+        if "://" in item or _HOST_PORT.match(item):
+            url = BrokerURL.parse(item)
+            brokers.append(
+                BrokerURL(
+                    url.host,
+                    url.port,
+                    url.username or username,
+                    url.password or password,
+                    url.tls,
+                )
+            )
+        else:
+            brokers.append(BrokerURL(item, port, username, password, False))
+    if not brokers:
+        raise ValueError(f"no broker address in {broker_address!r}")
+    return brokers
 
 
 def make_client_id(prefix: str = "argentic-tools") -> str:

@@ -16,7 +16,7 @@ from .._protocol.topics import Topics
 from .._tools.service import (
     tls_params_from,
 )
-from .._transport import BrokerURL, Messager
+from .._transport import Messager, parse_brokers
 
 EXIT_OK = 0
 EXIT_CALL_FAILED = 1
@@ -179,7 +179,7 @@ async def connected_manager(args: argparse.Namespace) -> AsyncIterator[ToolManag
 def where(args: argparse.Namespace) -> str:
     """``mqtt://host:port`` plus the topic prefix, for messages (no credentials)."""
     try:
-        text = str(BrokerURL.parse(args.broker))
+        text = ",".join(str(broker) for broker in parse_brokers(args.broker))
     except ValueError:
         text = args.broker
     return f"{text} (topic prefix {args.topic_prefix!r})" if args.topic_prefix else text
