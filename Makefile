@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 
-.PHONY: demo test lint typecheck pytest bench soak mosquitto clean
+.PHONY: demo test test-cluster lint typecheck pytest bench soak mosquitto clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,13 @@ pytest: $(STAMP)
 	# library again (~0.1 s of CPU apiece). Existing .pyc files are read either way.
 	$(BIN)/python -m compileall -q argentic_tools tool_clients tests benchmarks
 	$(BIN)/python -m pytest -n auto --dist worksteal --cov --cov-report=term --cov-fail-under=90 -q
+
+## test-cluster: a 3-node RabbitMQ cluster (scripts/cluster.sh), one node killed under load
+test-cluster: $(STAMP)
+	@bash scripts/cluster.sh up || { bash scripts/cluster.sh down; exit 1; }
+	@ARGENTIC_TOOLS_CLUSTER_DIR=$$(realpath -m "$${CLUSTER_DIR:-$${TMPDIR:-/tmp}/argentic-cluster}") \
+		$(BIN)/python -m pytest tests/cluster -q -s -p no:cacheprovider; \
+		status=$$?; bash scripts/cluster.sh down; exit $$status
 
 ## bench: side-by-side benchmark against the raw MQTT floor and argentic
 bench: $(STAMP)

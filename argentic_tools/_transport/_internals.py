@@ -88,6 +88,18 @@ def disconnected(client: aiomqtt.Client) -> "asyncio.Future[None]":
     return client._disconnected
 
 
+def settle(client: aiomqtt.Client) -> None:
+    """Mark a dropped client's end as seen, so asyncio never reports it as unretrieved.
+
+    aiomqtt stores a lost connection's error on a future that its ``__aexit__`` leaves
+    alone when the connection is already gone; a client dropped while subscribing (a
+    cluster node dying under it) would log "Future exception was never retrieved".
+    """
+    future = client._disconnected
+    if future.done() and not future.cancelled():
+        future.exception()
+
+
 def publish_raw(
     client: aiomqtt.Client, topic: str, data: bytes, qos: int, retain: bool
 ) -> mqtt.MQTTMessageInfo:

@@ -305,6 +305,7 @@ class Messager(AsyncResource):
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
+            _internals.settle(client)
             if self.persistent_session and not self._stable_id:
                 await self._end_session()
         self._runner = None
@@ -481,6 +482,8 @@ class Messager(AsyncResource):
         except Exception as exc:  # noqa: BLE001 - best effort: the broker's expiry remains
             _internals.close_socket(client)
             self.logger.warning("could not end the MQTT session of %s: %s", self.client_id, exc)
+        finally:
+            _internals.settle(client)
 
     async def _open(self, *, after_loss: bool = False) -> aiomqtt.Client:
         """Connect to the first broker that accepts, starting with the current one.
@@ -555,8 +558,12 @@ class Messager(AsyncResource):
                         )
                         break
         except (aiomqtt.MqttError, TimeoutError) as exc:
+            # RabbitMQ answers a subscription it cannot serve (a queue whose node is
+            # down) by closing the connection or not at all: a refusal too.
+            self._refusals += 1
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
+            _internals.settle(client)
             raise BrokerUnavailableError(
                 f"subscribing at {where} failed: {exc or 'no answer'}"
             ) from None
@@ -566,6 +573,7 @@ class Messager(AsyncResource):
             self._refusals += 1
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
+            _internals.settle(client)
             raise BrokerUnavailableError(
                 f"the broker at {where} refused the subscription to {refused!r}"
             )
@@ -595,6 +603,7 @@ class Messager(AsyncResource):
                 self._release_acks()
                 with contextlib.suppress(Exception):
                     await client.__aexit__(None, None, None)
+                _internals.settle(client)
             try:
                 self._client = await self._open(after_loss=lost)
             except BrokerUnavailableError as exc:
