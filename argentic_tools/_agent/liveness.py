@@ -104,7 +104,7 @@ class Liveness:
             for tool_id, entry in list(self._suspects.items()):
                 if not self._current(entry) or entry.suspect_since is None:
                     # Registered again (a new entry, not suspect) or removed.
-                    del self._suspects[tool_id]
+                    self._suspects.pop(tool_id, None)  # alive() may have been first
                     self._warned.discard(tool_id)
                     continue
                 silent = loop.time() - entry.suspect_since

@@ -150,8 +150,8 @@ class RegisterToolMessage(BaseMessage):
     higher count than before means it reconnected and may have lost tasks sent to it
     meanwhile, so managers send their pending tasks to it again."""
     confirmed: bool | None = None
-    """The tool already holds a manager's confirmation of this id (extension): an
-    answer to one manager's announcement then needs no confirmation back."""
+    """The tool needs no confirmation (extension): a manager confirmed this id before,
+    or the id is the tool's own and it is serving already; no manager answers it then."""
 
     @model_validator(mode="after")
     def _require_a_name(self) -> "RegisterToolMessage":

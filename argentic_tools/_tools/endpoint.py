@@ -91,6 +91,7 @@ class ToolEndpoint:
         # as the id's holder. A generated id is nobody else's.
         self._accepted = tool_id is None and tool.pinned_id is None
         self._early: list[IncomingMessage] = []
+        self._started = False
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -117,7 +118,9 @@ class ToolEndpoint:
             if self._refused is not None:
                 raise RegistrationError(f"tool {self.tool.name!r}: {self._refused}")
             if self.confirmed.is_set():
+                self._started = True
                 return self.tool_id
+        self._started = True
         logger.info(
             "tool %r: no manager confirmed the registration yet; serving anyway and "
             "registering again when a manager announces itself",
@@ -161,7 +164,10 @@ class ToolEndpoint:
 
     def _registration(self) -> bytes:
         """The registration as it stands: the connection count and the confirmation."""
-        key = (self.messager.connections, self._accepted and self.confirmed.is_set())
+        # No confirmation is needed once one came, or, for an id of its own (nobody else
+        # can hold it), once start() stopped waiting for one.
+        settled = self.confirmed.is_set() or self._started
+        key = (self.messager.connections, self._accepted and settled)
         data = self._registrations.get(key)
         if data is None:
             self._registrations.clear()
