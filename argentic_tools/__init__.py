@@ -50,6 +50,7 @@ from ._protocol.messages import (
     ClientOfflineMessage,
     ManagerOnlineMessage,
     RegisterToolMessage,
+    StatsRequestMessage,
     TaskErrorMessage,
     TaskMessage,
     TaskResultMessage,
@@ -64,11 +65,14 @@ from ._protocol.messages import (
     ToolRegistrationErrorMessage,
     ToolResult,
     ToolSpec,
+    ToolStatsEntry,
+    ToolStatsMessage,
     ToolUnregisteredMessage,
     UnregisterToolMessage,
     parse_message,
 )
 from ._protocol.topics import Topics
+from ._telemetry import start_metrics_server
 from ._tools.context import ToolContext
 from ._tools.definition import BaseTool, FunctionTool, tool
 from ._tools.service import ToolService, serve_main
@@ -108,6 +112,7 @@ __all__ = [
     "ProtocolError",
     "RegisterToolMessage",
     "RegistrationError",
+    "StatsRequestMessage",
     "StreamInterruptedError",
     "TaskErrorMessage",
     "TaskMessage",
@@ -137,6 +142,8 @@ __all__ = [
     "ToolResult",
     "ToolService",
     "ToolSpec",
+    "ToolStatsEntry",
+    "ToolStatsMessage",
     "ToolStream",
     "ToolTimeoutError",
     "ToolUnavailableError",
@@ -148,5 +155,6 @@ __all__ = [
     "__version__",
     "parse_message",
     "serve_main",
+    "start_metrics_server",
     "tool",
 ]

@@ -35,6 +35,7 @@ PUBLIC_NAMES = [
     "ProtocolError",
     "RegisterToolMessage",
     "RegistrationError",
+    "StatsRequestMessage",
     "StreamInterruptedError",
     "TaskErrorMessage",
     "TaskMessage",
@@ -64,6 +65,8 @@ PUBLIC_NAMES = [
     "ToolResult",
     "ToolService",
     "ToolSpec",
+    "ToolStatsEntry",
+    "ToolStatsMessage",
     "ToolStream",
     "ToolTimeoutError",
     "ToolUnavailableError",
@@ -75,6 +78,7 @@ PUBLIC_NAMES = [
     "__version__",
     "parse_message",
     "serve_main",
+    "start_metrics_server",
     "tool",
 ]
 

@@ -57,6 +57,9 @@ class CallSpec:
     context: CallContext | None = None
     watch: CallWatch | None = None
     """Progress, idle timeout and streaming, for a long call."""
+    traceparent: str | None = None
+    """The caller's span, as W3C trace context for the task."""
+    tracestate: str | None = None
 
 
 @dataclass(slots=True)
@@ -234,6 +237,8 @@ class CallBook:
                     context=context,
                     report_progress=True if watch is not None and watch.wants_progress else None,
                     stream=True if watch is not None and watch.streams else None,
+                    traceparent=spec.traceparent,
+                    tracestate=spec.tracestate,
                     reply_to=(
                         # Plain Argentic tools answer on the shared topic whatever it says.
                         None

@@ -25,6 +25,7 @@ from .._protocol.messages import (
     PROTOCOL_VERSION,
     CallContext,
     ManagerOnlineMessage,
+    StatsRequestMessage,
     TaskErrorMessage,
     TaskResultMessage,
     ToolCallRequest,
@@ -32,6 +33,7 @@ from .._protocol.messages import (
     ToolPongMessage,
     ToolProgressMessage,
     ToolResult,
+    ToolStatsMessage,
     parse_message,
 )
 from .._protocol.topics import (
@@ -42,6 +44,7 @@ from .._protocol.topics import (
     Topics,
     inbox_level,
 )
+from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
 from .calls import CallBook, CallSpec, call_field
 from .delivery import Delivery
@@ -97,6 +100,9 @@ class ToolManager(AsyncResource):
             other manager receives this one's results; tools also answer its
             announcement there. False: every result on ``{response_base}/{tool_id}``,
             as before protocol 2 (for broker ACLs that let tools write only that topic).
+        metrics_port: Serve the process's metrics for Prometheus on
+            ``127.0.0.1:{metrics_port}`` from :meth:`async_init` (the ``[otel]``
+            extra; see :func:`start_metrics_server`).
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -124,6 +130,7 @@ class ToolManager(AsyncResource):
         max_tools_per_client: int = DEFAULT_MAX_TOOLS_PER_CLIENT,
         name_owners: Mapping[str, str] | None = None,
         private_replies: bool = True,
+        metrics_port: int | None = None,
     ) -> None:
         self.messager = messager
         if topics is not None:
@@ -180,6 +187,8 @@ class ToolManager(AsyncResource):
         )
         self.recorder_close_timeout = recorder_close_timeout
         self._initialised = False
+        self._stats: tuple[dict[str, ToolStatsMessage], set[str], asyncio.Event] | None = None
+        self.metrics_port = metrics_port
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -204,6 +213,8 @@ class ToolManager(AsyncResource):
         if self._initialised:
             raise RuntimeError("this ToolManager is already initialised")
         self._initialised = True
+        if self.metrics_port is not None:
+            self.metrics_port = start_metrics_server(self.metrics_port)
         try:
             for topic in (self.topics.register, self.topics.owned_register_filter):
                 await self.messager.subscribe(topic, self._membership.on_register_topic)
@@ -392,6 +403,12 @@ class ToolManager(AsyncResource):
         self._liveness.alive(tool_id)
         if isinstance(result, ToolPongMessage):
             return
+        if isinstance(result, ToolStatsMessage):
+            if self._stats is not None and result.source is not None:
+                self._stats[0].setdefault(result.source, result)
+                if self._stats[1] <= set(self._stats[0]):
+                    self._stats[2].set()
+            return
         if isinstance(result, ToolProgressMessage | ToolPartialMessage):
             problem = self._calls.update(result, tool_id)
             if problem is not None:
@@ -576,6 +593,40 @@ class ToolManager(AsyncResource):
             )
         )
         return list(results)
+
+    async def fleet_stats(self, wait: float = 1.0) -> list[ToolStatsMessage]:
+        """Ask every tool process what it has served; one answer per process.
+
+        Each process answers a ``STATS_REQUEST`` itself (calls, errors and outcomes,
+        p50/p99 durations, in-flight calls and concurrency limit per tool; host,
+        pid, version, uptime), so this works with any number of managers. Returns
+        once every process that registered a tool here has answered, or after
+        ``wait`` seconds with the answers that came.
+
+        Raises:
+            RuntimeError: The manager has no inbox (``private_replies=False``).
+
+        """
+        if self.inbox is None:
+            raise RuntimeError("fleet_stats needs the manager's own inbox (private_replies)")
+        expected = {e.info.source for e in self._registry.entries() if e.info.source}
+        answers: dict[str, ToolStatsMessage] = {}
+        done = asyncio.Event()
+        self._stats = (answers, expected, done)
+        try:
+            await self.messager.publish(
+                self.topics.status,
+                StatsRequestMessage(source=self.messager.client_id, inbox=self.inbox),
+            )
+            if expected:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(wait):
+                        await done.wait()
+            else:
+                await asyncio.sleep(wait)  # nothing registered yet: take what answers
+        finally:
+            self._stats = None
+        return sorted(answers.values(), key=lambda answer: answer.source or "")
 
     @property
     def pending_calls(self) -> int:

@@ -138,6 +138,10 @@ class ToolRegistry:
         """One instance per name, the longest-registered one."""
         return (entries[0].info for entries in self._by_name.values())
 
+    def entries(self) -> list[Entry]:
+        """Every registered instance."""
+        return list(self._entries.values())
+
     def get(self, tool_id: str) -> Entry | None:
         """The instance with this id."""
         return self._entries.get(tool_id)

@@ -16,6 +16,7 @@ import anyio
 
 from .._errors import BrokerError, PayloadTooLargeError
 from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
+from .._telemetry import CallerMetrics, call_span, end_call_span, traceparent_of
 from .calls import CallBook, CallSpec, Pending, ToolGoneError
 from .delivery import Delivery
 from .liveness import Liveness
@@ -54,6 +55,7 @@ class CallRunner:
         liveness: Liveness | None = None,
     ) -> None:
         self._liveness = liveness
+        self._metrics = CallerMetrics()
         self._calls = calls
         self._delivery = delivery
         self._membership = membership
@@ -61,10 +63,26 @@ class CallRunner:
         self._is_open = is_open
 
     async def run(self, spec: CallSpec, policy: ToolPolicy) -> ToolResult:
-        """Check, send and await one call; always returns its one result."""
+        """Check, send and await one call, in its span; always returns its one result."""
+        started = time.perf_counter()
+        span = call_span(spec.name, spec.call_id, server=False)
+        spec.traceparent, spec.tracestate = traceparent_of(span)
+        self._metrics.started()
+        result = await self._run(spec, policy, started)
+        outcome = "success" if result.ok else str(getattr(result, "error_code", None) or "error")
+        self._metrics.ended(result.tool_name, outcome, time.perf_counter() - started)
+        end_call_span(
+            span,
+            None if result.ok else outcome,
+            getattr(result, "error", None),
+            tool_name=result.tool_name,
+            call_id=spec.call_id or result.task_id,
+        )
+        return result
+
+    async def _run(self, spec: CallSpec, policy: ToolPolicy, started: float) -> ToolResult:
         # One coroutine frame per call, and a pending call's state in one Pending: with
         # thousands of calls in flight, every extra frame costs about 0.5 KB per call.
-        started = time.perf_counter()
         call = self._calls.prepare(spec, policy)
         if (
             isinstance(call, TaskErrorMessage)
@@ -87,7 +105,9 @@ class CallRunner:
                         settle = ready_at - loop.time()
                         if settle > 0:
                             await asyncio.sleep(settle)
+                    queued = loop.time()
                     await self._calls.take_slot(call)
+                    self._metrics.waited(call.tool_name, loop.time() - queued)
                     if call.future.done():  # cancelled (manager.cancel) before it was sent
                         raise _UnsentError
                     call.published = True

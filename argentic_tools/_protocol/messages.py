@@ -228,6 +228,55 @@ class ManagerOnlineMessage(BaseMessage):
     every manager on the shared topic."""
 
 
+class StatsRequestMessage(BaseMessage):
+    """Every tool process: say what you have served (on the status topic; extension).
+
+    Each process answers once with TOOL_STATS on a reply topic of one of its tools,
+    ``{response_base}/{tool_id}/{inbox}``; no manager is needed in the loop.
+    """
+
+    type: Literal["STATS_REQUEST"] = "STATS_REQUEST"
+    inbox: str
+    """The asker's own topic level."""
+
+
+class ToolStatsEntry(_Wire):
+    """What one tool instance has served since its process started."""
+
+    tool_id: str
+    tool_name: str
+    calls: int = 0
+    """Calls that ended."""
+    errors: int = 0
+    """Calls that did not succeed."""
+    outcomes: dict[str, int] = Field(default_factory=dict)
+    """Calls by outcome: ``success`` or the error code."""
+    p50_ms: float | None = None
+    """Median duration of the recent calls (up to 2,048), from receipt to reply."""
+    p99_ms: float | None = None
+    """99th percentile of the same."""
+    in_flight: int = 0
+    """Calls being served now."""
+    max_concurrency: int | None = None
+    """Calls served at once at most (None: no limit)."""
+
+
+class ToolStatsMessage(BaseMessage):
+    """One tool process's answer to STATS_REQUEST (extension)."""
+
+    type: Literal["TOOL_STATS"] = "TOOL_STATS"
+    host: str = ""
+    """Host name of the process."""
+    pid: int = 0
+    """Process id."""
+    version: str = ""
+    """argentic-tools version of the process."""
+    uptime_seconds: float = 0.0
+    """Seconds since the process started serving."""
+    tools: list[ToolStatsEntry] = Field(default_factory=list)
+    """Each tool the process serves."""
+
+
 class ToolPingMessage(BaseMessage):
     """Is this tool instance alive? (published on its call topic; extension).
 
@@ -339,6 +388,10 @@ class TaskMessage(BaseMessage):
     """Where the caller reads the result, progress and chunks: its own topic below the
     tool's response topic, ``{response_base}/{tool_id}/{inbox}`` (extension; without
     it, and for any other topic, the tool answers on ``{response_base}/{tool_id}``)."""
+    traceparent: str | None = None
+    """The caller's span as W3C trace context (extension): the tool's span is its child."""
+    tracestate: str | None = None
+    """W3C ``tracestate`` accompanying ``traceparent`` (extension)."""
 
 
 class TaskResultMessage(TaskMessage):
@@ -464,6 +517,8 @@ AnyMessage = Annotated[
         Annotated[ToolUnregisteredMessage, Tag("TOOL_UNREGISTERED")],
         Annotated[ClientOfflineMessage, Tag("CLIENT_OFFLINE")],
         Annotated[ManagerOnlineMessage, Tag("MANAGER_ONLINE")],
+        Annotated[StatsRequestMessage, Tag("STATS_REQUEST")],
+        Annotated[ToolStatsMessage, Tag("TOOL_STATS")],
         Annotated[ToolPingMessage, Tag("TOOL_PING")],
         Annotated[ToolPongMessage, Tag("TOOL_PONG")],
         Annotated[ToolCancelMessage, Tag("TOOL_CANCEL")],

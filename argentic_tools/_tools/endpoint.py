@@ -36,15 +36,25 @@ from .._protocol.messages import (
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolSpec,
+    ToolStatsEntry,
     UnregisterToolMessage,
     encode,
     parse_message,
 )
 from .._protocol.topics import Topics
 from .._protocol.validation import describe_problems, pydantic_problems
+from .._telemetry import (
+    ToolMetrics,
+    call_span,
+    end_call_span,
+    parent_context,
+    trace_id_of,
+    use_span,
+)
 from .._transport import IncomingMessage, Messager
 from .context import ToolContext, set_current_context
 from .control import CallControl, collect_chunks
+from .stats import ToolCounters
 from .status import StatusRouter
 from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
 
@@ -92,6 +102,9 @@ class ToolEndpoint:
         self._accepted = tool_id is None and tool.pinned_id is None
         self._early: list[IncomingMessage] = []
         self._started = False
+        self.counters = ToolCounters()
+        """What this endpoint has served (answers stats requests)."""
+        self.metrics = ToolMetrics(tool.name)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -154,6 +167,21 @@ class ToolEndpoint:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=2)
+
+    def stats(self) -> ToolStatsEntry:
+        """What this endpoint has served, for a stats request."""
+        counters = self.counters
+        return ToolStatsEntry(
+            tool_id=self.tool_id,
+            tool_name=self.tool.name,
+            calls=counters.calls,
+            errors=counters.errors,
+            outcomes=dict(counters.outcomes),
+            p50_ms=counters.percentile_ms(50),
+            p99_ms=counters.percentile_ms(99),
+            in_flight=self.in_flight,
+            max_concurrency=self.max_concurrency or None,
+        )
 
     @property
     def in_flight(self) -> int:
@@ -305,6 +333,7 @@ class ToolEndpoint:
                 self._start(key, self._publish_reply(seen, task, deadline), "resend")
             return
         self._recent.remember(key, RUNNING, keep_until(deadline, task.deadline))
+        self.metrics.received(len(message.payload))
         reply_topic = self._reply_topic(task.reply_to)
         control = CallControl(
             functools.partial(self.messager.publish, reply_topic),
@@ -371,10 +400,33 @@ class ToolEndpoint:
     async def _serve(
         self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
     ) -> None:
+        """Serve one task inside its span, and count it (stats, metrics) however it ends."""
+        started = time.monotonic()
+        span = call_span(
+            self.tool.name,
+            task.call_id or task.task_id,
+            server=True,
+            description=self.tool.manual,
+            parent=parent_context(task.traceparent, task.tracestate),
+        )
+        outcome, size = "cancelled", 0
+        try:
+            with use_span(span):
+                outcome, size = await self._serve_task(task, key, deadline, control)
+        finally:
+            elapsed = time.monotonic() - started
+            self.counters.record(outcome, elapsed)
+            self.metrics.replied(outcome, elapsed, size)
+            end_call_span(span, None if outcome == "success" else outcome)
+
+    async def _serve_task(
+        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
+    ) -> tuple[str, int]:
         reply: bytes
+        outcome = "timeout"
         try:
             if self._limiter is None:
-                reply = await self._run(task, deadline, control)
+                reply, outcome = await self._run(task, deadline, control)
             else:
                 async with self._limiter:
                     if deadline is not None and time.monotonic() > deadline:
@@ -388,7 +440,7 @@ class ToolEndpoint:
                             "timeout",
                         )
                     else:
-                        reply = await self._run(task, deadline, control)
+                        reply, outcome = await self._run(task, deadline, control)
         except asyncio.CancelledError:
             if control.finished:
                 raise  # cancelled by its caller, and already answered
@@ -401,14 +453,17 @@ class ToolEndpoint:
                     await self._publish_reply(reply, task, deadline)
             raise
         if control.finished:
-            return  # cancelled while it finished: the caller already has "cancelled"
+            return "cancelled", 0  # cancelled while it finished: the caller has "cancelled"
         control.close()
         self._recent.finished(key, reply)
         # Chunks and reports queued before the result go first.
         await control.drain()
         await self._publish_reply(reply, task, deadline)
+        return outcome, len(reply)
 
-    async def _run(self, task: TaskMessage, deadline: float | None, control: CallControl) -> bytes:
+    async def _run(
+        self, task: TaskMessage, deadline: float | None, control: CallControl
+    ) -> tuple[bytes, str]:
         tool = self.tool
         context = task.context
         token = set_current_context(
@@ -418,7 +473,7 @@ class ToolEndpoint:
                 tool_name=tool.name,
                 call_id=task.call_id,
                 thread_id=context.thread_id if context else None,
-                trace_id=context.trace_id if context else None,
+                trace_id=(context.trace_id if context else None) or trace_id_of(task.traceparent),
                 user_id=context.user_id if context else None,
                 deadline=None if deadline is None else time.time() + deadline - time.monotonic(),
                 source=task.source,
@@ -429,7 +484,7 @@ class ToolEndpoint:
             kwargs = tool.validate_arguments(task.arguments or {})
         except PydanticValidationError as exc:
             problems = pydantic_problems(exc)
-            return self._error(
+            return self._fail(
                 task,
                 f"invalid arguments: {describe_problems(problems)}",
                 "invalid_arguments",
@@ -442,10 +497,10 @@ class ToolEndpoint:
             else:
                 output = await running
         except ToolError as exc:
-            return self._error(task, exc.message, "execution_error", details=exc.details)
+            return self._fail(task, exc.message, "execution_error", details=exc.details)
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply
             logger.warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
-            return self._error(
+            return self._fail(
                 task,
                 f"{type(exc).__name__}: {exc}",
                 "execution_error",
@@ -476,20 +531,32 @@ class ToolEndpoint:
         try:
             data = encode(result)
         except PydanticSerializationError as exc:
-            return self._error(
+            return self._fail(
                 task,
                 f"the tool returned a value that is not JSON-serialisable "
                 f"({type(output).__name__}): {str(exc).splitlines()[0]}",
                 "execution_error",
             )
         if len(data) > self.messager.max_payload_bytes:
-            return self._error(
+            return self._fail(
                 task,
                 f"the result is {len(data)} bytes, more than the limit of "
                 f"{self.messager.max_payload_bytes} bytes",
                 "execution_error",
             )
-        return data
+        return data, "success"
+
+    def _fail(
+        self,
+        task: TaskMessage,
+        text: str,
+        code: str,
+        *,
+        details: Any = None,
+        trace: str | None = None,
+    ) -> tuple[bytes, str]:
+        """An error reply and its outcome (the error code), for the stats."""
+        return self._error(task, text, code, details=details, trace=trace), code
 
     def _error(
         self,

@@ -10,17 +10,24 @@ is owned by that connection, so closing the connection cancels and awaits it.
 """
 
 import asyncio
+import contextlib
+import os
+import socket
+import time
 from typing import TYPE_CHECKING
 
-from .._errors import ProtocolError
+from .._errors import BrokerError, ProtocolError
 from .._protocol.messages import (
     ManagerOnlineMessage,
+    StatsRequestMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
+    ToolStatsMessage,
     parse_message,
 )
 from .._protocol.topics import inbox_level
 from .._transport import IncomingMessage, Messager
+from .stats import STARTED
 
 if TYPE_CHECKING:
     from .endpoint import ToolEndpoint
@@ -80,6 +87,35 @@ class StatusRouter:
                 asyncio.gather(*(e.register_again(inbox) for e in endpoints)),
                 "status:re-register",
             )
+        elif isinstance(parsed, StatsRequestMessage):
+            inbox = inbox_level(parsed.inbox)
+            if inbox is not None and self.by_name:
+                self.messager.spawn(self._answer_stats(inbox), "status:stats")
         elif isinstance(parsed, ToolRegisteredMessage | ToolRegistrationErrorMessage):
             for endpoint in self.by_name.get(parsed.tool_name, ()):
                 self.messager.spawn(endpoint.handle_status(parsed), f"status:{parsed.type}")
+
+    async def _answer_stats(self, inbox: str) -> None:
+        """Tell the asker what every tool on this connection has served."""
+        endpoints = [e for group in self.by_name.values() for e in group]
+        first = endpoints[0]
+        answer = ToolStatsMessage(
+            source=self.messager.client_id,
+            host=socket.gethostname(),
+            pid=os.getpid(),
+            version=_version(),
+            uptime_seconds=round(time.time() - STARTED, 3),
+            tools=[endpoint.stats() for endpoint in endpoints],
+        )
+        with contextlib.suppress(TimeoutError, BrokerError):
+            async with asyncio.timeout(5):
+                await self.messager.publish(first.topics.reply(first.tool_id, inbox), answer)
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("argentic-tools")
+    except metadata.PackageNotFoundError:
+        return "0.0.0"

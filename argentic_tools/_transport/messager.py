@@ -32,6 +32,7 @@ from .._protocol.messages import (
     encode,
 )
 from .._protocol.topics import DEFAULT_REGISTER_TOPIC
+from .._telemetry import connection_reconnected
 from . import _internals
 from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions
 from .url import BrokerURL, build_tls_context, make_client_id, parse_brokers
@@ -624,6 +625,7 @@ class Messager(AsyncResource):
             lost = False
             self.connections += 1
             self._connected.set()
+            connection_reconnected()
             after = f" after {failures} failed attempt(s)" if failures else ""
             failures = 0
             self.logger.info("reconnected to %s%s", self.url, after)
