@@ -18,6 +18,7 @@ from .._lifecycle import AsyncResource
 from .._logging import parse_log_level
 from .._protocol.messages import ClientOfflineMessage
 from .._protocol.topics import Topics
+from .._telemetry import start_metrics_server
 from .._transport import Messager
 from .definition import BaseTool, as_tool
 from .endpoint import ToolEndpoint, registration_topic
@@ -47,6 +48,9 @@ class ToolService(AsyncResource):
         debug: Send tracebacks with tool failures.
         blocked_loop_threshold: Seconds an ``async def`` tool may block the event loop
             before a warning names it and the fix (None: don't watch).
+        metrics_port: Serve the process's metrics for Prometheus on
+            ``127.0.0.1:{metrics_port}`` when the service starts (the ``[otel]``
+            extra; see :func:`start_metrics_server`).
         messager_options: Extra keyword arguments for the :class:`Messager`.
 
     """
@@ -63,8 +67,10 @@ class ToolService(AsyncResource):
         tool_ids: dict[str, str] | None = None,
         debug: bool = False,
         blocked_loop_threshold: float | None = DEFAULT_BLOCKED_LOOP_SECONDS,
+        metrics_port: int | None = None,
         **messager_options: Any,
     ) -> None:
+        self.metrics_port = metrics_port
         self.topics = topics or Topics.with_prefix(topic_prefix)
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
         names = [t.name for t in self.tools]
@@ -113,6 +119,8 @@ class ToolService(AsyncResource):
         if self._started:
             raise RuntimeError("this ToolService is already running")
         self._started = True
+        if self.metrics_port is not None:
+            self.metrics_port = start_metrics_server(self.metrics_port)
         if self._owns_messager:
             await self.messager.connect()
         if self.watchdog is not None:
@@ -255,6 +263,13 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         "fresh session there), persistent-keep (the session is resumed on any node: "
         "for clusters that replicate sessions, like RabbitMQ with quorum queues)",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics (needs the [otel] extra; "
+        "0 picks a free port)",
+    )
 
 
 def service_from_args(
@@ -283,6 +298,7 @@ def service_from_args(
         tls_params=tls_params_from(args),
         persistent_session=args.session != "clean",
         fresh_session_on_failover=args.session != "persistent-keep",
+        metrics_port=args.metrics_port,
         **options,
     )
 
