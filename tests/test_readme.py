@@ -101,6 +101,10 @@ def test_readme_python_blocks_run_against_a_real_broker(
         "cancelled at the tool",
         "cancelled",
     ]
+    stats, traced = outputs[4].splitlines()
+    # Every README tool process answered for itself; the call is one span here.
+    assert {"add", "crawl", "lines"} <= set(json.loads(stats.replace("'", '"')))
+    assert traced == "['execute_tool add']"
 
 
 MCP_CONFIGS = [
