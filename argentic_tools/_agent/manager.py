@@ -600,8 +600,9 @@ class ToolManager(AsyncResource):
         Each process answers a ``STATS_REQUEST`` itself (calls, errors and outcomes,
         p50/p99 durations, in-flight calls and concurrency limit per tool; host,
         pid, version, uptime), so this works with any number of managers. Returns
-        once every process that registered a tool here has answered, or after
-        ``wait`` seconds with the answers that came.
+        once every process that registered a tool here has answered (a manager that
+        has just started first lets the fleet register, up to 0.5 s), or after
+        ``wait`` seconds in all with the answers that came.
 
         Raises:
             RuntimeError: The manager has no inbox (``private_replies=False``).
@@ -609,6 +610,10 @@ class ToolManager(AsyncResource):
         """
         if self.inbox is None:
             raise RuntimeError("fleet_stats needs the manager's own inbox (private_replies)")
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + wait
+        # Just started: the live tools are still answering the announcement.
+        await asyncio.sleep(min(self._membership.settle_remaining(), wait))
         expected = {e.info.source for e in self._registry.entries() if e.info.source}
         answers: dict[str, ToolStatsMessage] = {}
         done = asyncio.Event()
@@ -620,10 +625,10 @@ class ToolManager(AsyncResource):
             )
             if expected:
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(wait):
+                    async with asyncio.timeout_at(give_up):
                         await done.wait()
             else:
-                await asyncio.sleep(wait)  # nothing registered yet: take what answers
+                await asyncio.sleep(max(give_up - loop.time(), 0))  # take what answers
         finally:
             self._stats = None
         return sorted(answers.values(), key=lambda answer: answer.source or "")

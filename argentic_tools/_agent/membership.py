@@ -151,6 +151,12 @@ class Membership:
         """The manager's connection is back: tools may take a moment to register again."""
         self._settle_until = asyncio.get_running_loop().time() + REGISTRY_SETTLE_SECONDS
 
+    def settle_remaining(self) -> float:
+        """Seconds until the registry has settled after a start or reconnection (0: now)."""
+        if self._settle_until is None:
+            return 0.0
+        return max(self._settle_until - asyncio.get_running_loop().time(), 0.0)
+
     def settling(self) -> bool:
         """True while disconnected or just reconnected: tools may not be back yet."""
         if not self.messager.is_connected():
