@@ -19,7 +19,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from argentic_tools import ToolManager, ToolService, Topics, start_metrics_server, tool
+from argentic_tools import (
+    InMemoryRecorder,
+    Messager,
+    ToolManager,
+    ToolService,
+    Topics,
+    start_metrics_server,
+    tool,
+)
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess
@@ -171,3 +179,20 @@ async def test_the_prometheus_endpoint_counts_exactly_the_calls_made(
     assert value(after, "argentic_tools_client_pending") == value(
         before, "argentic_tools_client_pending"
     )
+
+
+async def test_an_observation_carries_the_calls_trace_id(
+    spans: InMemorySpanExporter, mosquitto: Mosquitto, topics: Topics
+) -> None:
+    recorder = InMemoryRecorder()
+    async with (
+        ToolService(mosquitto.url, [metered], topics=topics),
+        Messager(mosquitto.url, will_topic=None) as messager,
+        ToolManager(messager, topics=topics, recorder=recorder) as manager,
+    ):
+        await manager.wait_for_tool("metered", timeout=15)
+        assert (await manager.execute_tool("metered", {}, call_id="observed")).ok
+        await manager.flush_observations()
+    span = caller_span(spans, "observed")
+    [observation] = recorder.observations
+    assert observation.trace_id == hex_id(span.context.trace_id)

@@ -9,6 +9,7 @@ exactly one result, and a published task the caller gave up on gets a TOOL_CANCE
 """
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -16,7 +17,7 @@ import anyio
 
 from .._errors import BrokerError, PayloadTooLargeError
 from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
-from .._telemetry import CallerMetrics, call_span, end_call_span, traceparent_of
+from .._telemetry import CallerMetrics, call_span, end_call_span, trace_id_of, traceparent_of
 from .calls import CallBook, CallSpec, Pending, ToolGoneError
 from .delivery import Delivery
 from .liveness import Liveness
@@ -151,7 +152,13 @@ class CallRunner:
         if spec.call_id is not None:
             result.call_id = spec.call_id
         if self._pump is not None:
-            self._pump.submit(observation_of(result, spec.context))
+            observation = observation_of(result, spec.context)
+            if observation.trace_id is None and spec.traceparent is not None:
+                # The trace the call's span belongs to, when the caller named none.
+                observation = dataclasses.replace(
+                    observation, trace_id=trace_id_of(spec.traceparent)
+                )
+            self._pump.submit(observation)
         return result
 
     async def cancel(self, task_id: str, reason: str | None) -> bool:
