@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 
-.PHONY: demo test test-cluster lint typecheck pytest bench soak mosquitto clean
+.PHONY: demo test test-cluster lint typecheck pytest bench soak mosquitto chromium clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -16,30 +16,36 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps "argentic==0.16.*"
 	touch $(STAMP)
 
-# The demo needs only the library's dependencies and its broker and cli extras: no
+# The demo needs only the library's dependencies and its broker, cli and dashboard extras: no
 # dev toolchain, no build of the package (it runs from the checkout), no pip inside the
 # environment (the interpreter's own pip installs into it): a cold `make demo` is mostly
 # the download of those dependencies.
 $(DEMO_STAMP): pyproject.toml
 	@echo "Installing the demo's dependencies into $(VENV) (once)..."
 	@test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
-	@$(PYTHON) scripts/requirements.py broker cli > $(VENV)/demo-requirements.txt
+	@$(PYTHON) scripts/requirements.py broker cli dashboard > $(VENV)/demo-requirements.txt
 	@$(PYTHON) -m pip --python $(BIN)/python install -qq --disable-pip-version-check \
 		-r $(VENV)/demo-requirements.txt 2>/dev/null \
 	|| { $(BIN)/python -m ensurepip >/dev/null \
 		&& $(BIN)/python -m pip install -qq -r $(VENV)/demo-requirements.txt; }
 	@touch $(DEMO_STAMP)
 
-## demo: the example tools and a scripted agent, on an embedded broker (or BROKER=mqtt://host:port)
+## demo: the example tools and a scripted agent, on an embedded broker (or BROKER=mqtt://host:port),
+##       with the dashboard on http://127.0.0.1:8080/ (DASHBOARD=0 leaves it out, DASHBOARD=host:port moves it)
 demo: $(DEMO_STAMP)
-	@PYTHONPATH=$(CURDIR) $(BIN)/python -m argentic_tools demo $(if $(BROKER),--broker $(BROKER))
+	@$(if $(DASHBOARD),ARGENTIC_TOOLS_DEMO_DASHBOARD=$(DASHBOARD)) PYTHONPATH=$(CURDIR) \
+		$(BIN)/python -m argentic_tools demo $(if $(BROKER),--broker $(BROKER))
 
 ## mosquitto: install Debian's mosquitto when it is missing and we can (root + apt-get)
 mosquitto:
 	@bash scripts/ensure-mosquitto.sh
 
+## chromium: install Debian's chromium (the dashboard's browser tests) when missing and we can
+chromium:
+	@bash scripts/ensure-chromium.sh
+
 ## test: lint, type-check and run the tests with coverage on a real mosquitto
-test: $(STAMP) mosquitto lint typecheck pytest
+test: $(STAMP) mosquitto chromium lint typecheck pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

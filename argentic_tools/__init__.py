@@ -8,6 +8,7 @@ errors and Last-Will liveness.
 from importlib import metadata as _metadata
 
 from ._agent.exports import ExportFormat
+from ._agent.history import SqliteRecorder
 from ._agent.info import ToolInfo
 from ._agent.manager import ToolManager
 from ._agent.observations import (
@@ -112,6 +113,7 @@ __all__ = [
     "ProtocolError",
     "RegisterToolMessage",
     "RegistrationError",
+    "SqliteRecorder",
     "StatsRequestMessage",
     "StreamInterruptedError",
     "TaskErrorMessage",

@@ -35,6 +35,7 @@ PUBLIC_NAMES = [
     "ProtocolError",
     "RegisterToolMessage",
     "RegistrationError",
+    "SqliteRecorder",
     "StatsRequestMessage",
     "StreamInterruptedError",
     "TaskErrorMessage",

@@ -187,7 +187,8 @@ class ToolManager(AsyncResource):
         )
         self.recorder_close_timeout = recorder_close_timeout
         self._initialised = False
-        self._stats: tuple[dict[str, ToolStatsMessage], set[str], asyncio.Event] | None = None
+        # fleet_stats calls in progress: (answers by source, sources expected, all in).
+        self._stats: list[tuple[dict[str, ToolStatsMessage], set[str], asyncio.Event]] = []
         self.metrics_port = metrics_port
 
     # -- lifecycle ------------------------------------------------------------
@@ -404,10 +405,11 @@ class ToolManager(AsyncResource):
         if isinstance(result, ToolPongMessage):
             return
         if isinstance(result, ToolStatsMessage):
-            if self._stats is not None and result.source is not None:
-                self._stats[0].setdefault(result.source, result)
-                if self._stats[1] <= set(self._stats[0]):
-                    self._stats[2].set()
+            if result.source is not None:
+                for answers, expected, done in self._stats:
+                    answers.setdefault(result.source, result)
+                    if expected <= set(answers):
+                        done.set()
             return
         if isinstance(result, ToolProgressMessage | ToolPartialMessage):
             problem = self._calls.update(result, tool_id)
@@ -614,10 +616,16 @@ class ToolManager(AsyncResource):
         give_up = loop.time() + wait
         # Just started: the live tools are still answering the announcement.
         await asyncio.sleep(min(self._membership.settle_remaining(), wait))
-        expected = {e.info.source for e in self._registry.entries() if e.info.source}
+        # Processes of protocol 2 and later answer; Argentic tools and older ones cannot.
+        expected = {
+            e.info.source
+            for e in self._registry.entries()
+            if e.info.source and e.protocol is not None and e.protocol >= 2
+        }
         answers: dict[str, ToolStatsMessage] = {}
         done = asyncio.Event()
-        self._stats = (answers, expected, done)
+        collector = (answers, expected, done)
+        self._stats.append(collector)
         try:
             await self.messager.publish(
                 self.topics.status,
@@ -630,7 +638,7 @@ class ToolManager(AsyncResource):
             else:
                 await asyncio.sleep(max(give_up - loop.time(), 0))  # take what answers
         finally:
-            self._stats = None
+            self._stats.remove(collector)
         return sorted(answers.values(), key=lambda answer: answer.source or "")
 
     @property

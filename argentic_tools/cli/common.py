@@ -57,10 +57,15 @@ class StopRequest:
     The cancellation is anyio's: it is delivered again and again until the command
     has left its scope, so a cancellation that asyncio loses (``asyncio.wait_for``
     on Python 3.11 drops one that coincides with the awaited result) still ends it.
+    An *interactive* command (``top``) is stopped like any other, but Ctrl-C is how
+    people leave it: it exits 0, as on its own quit key, without "interrupted".
     """
 
-    def __init__(self, scope: anyio.CancelScope, *, graceful: bool) -> None:
+    def __init__(
+        self, scope: anyio.CancelScope, *, graceful: bool, interactive: bool = False
+    ) -> None:
         self.graceful = graceful
+        self.interactive = interactive
         self.received: signal.Signals | None = None
         self.requested = asyncio.Event()
         self._scope = scope
@@ -82,6 +87,8 @@ class StopRequest:
     def exit_status(self, status: int) -> int:
         """The exit status after the command returned ``status`` (or was cancelled)."""
         if self.received == signal.SIGINT:
+            if self.interactive:
+                return EXIT_OK
             stderr.print("interrupted", style="yellow")
             return EXIT_INTERRUPTED
         if self.received == signal.SIGTERM and (self._scope.cancel_called or not self.graceful):
@@ -96,17 +103,25 @@ CLEANUP_TIMEOUT = 10.0
 """Seconds cleanup (disconnecting, stopping child processes) may take once cancelled."""
 
 
-def run_command(command: Command, args: argparse.Namespace, *, graceful: bool = False) -> int:
+def run_command(
+    command: Command,
+    args: argparse.Namespace,
+    *,
+    graceful: bool = False,
+    interactive: bool = False,
+) -> int:
     """Run an async command in a fresh event loop with SIGINT/SIGTERM handling."""
-    return asyncio.run(_supervise(command, args, graceful))
+    return asyncio.run(_supervise(command, args, graceful, interactive))
 
 
-async def _supervise(command: Command, args: argparse.Namespace, graceful: bool) -> int:
+async def _supervise(
+    command: Command, args: argparse.Namespace, graceful: bool, interactive: bool
+) -> int:
     loop = asyncio.get_running_loop()
     signals = (signal.SIGINT, signal.SIGTERM)
     status = EXIT_INTERRUPTED
     with anyio.CancelScope() as scope:
-        stop = StopRequest(scope, graceful=graceful)
+        stop = StopRequest(scope, graceful=graceful, interactive=interactive)
         for sig in signals:
             loop.add_signal_handler(sig, stop.on_signal, sig)
         try:

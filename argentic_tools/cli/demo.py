@@ -7,6 +7,12 @@ side is a :class:`~argentic_tools.ToolManager` in this process that calls them
 one at a time, in a concurrent batch, with invalid arguments, past a deadline,
 and while their process is killed. Whatever happens (Ctrl-C included), every
 child process is terminated and the embedded broker stopped before returning.
+
+With the ``dashboard`` extra installed, the dashboard serves on
+``http://127.0.0.1:8080/`` (another free port when that one is taken) for as long
+as the demo runs; on a terminal the demo then waits for Enter, tools and dashboard
+still up. ``ARGENTIC_TOOLS_DEMO_DASHBOARD=0`` (``make demo DASHBOARD=0``) leaves it
+out; ``=HOST:PORT`` serves it there (a loopback address).
 """
 
 import argparse
@@ -50,6 +56,10 @@ RESULT_CHARS = 160
 """Longest result shown, in characters of JSON."""
 STOP_TIMEOUT = 5.0
 """Seconds the tool processes get to exit after SIGTERM before they are killed."""
+DASHBOARD_VARIABLE = "ARGENTIC_TOOLS_DEMO_DASHBOARD"
+"""``0`` leaves the dashboard out of the demo; ``HOST:PORT`` says where it serves."""
+DASHBOARD_ADDRESS = ("127.0.0.1", 8080)
+"""Where the demo's dashboard serves by default (a free port if this one is taken)."""
 
 
 class DemoError(CliError):
@@ -330,6 +340,76 @@ async def _scenario(manager: ToolManager, children: ToolProcesses) -> None:
     )
 
 
+async def _start_dashboard(
+    args: argparse.Namespace,
+    url: str,
+    manager: ToolManager,
+    stack: contextlib.AsyncExitStack,
+) -> str | None:
+    """Serve the dashboard until the demo ends; its address, or None when left out."""
+    setting = os.environ.get(DASHBOARD_VARIABLE, "").strip()
+    if args.no_dashboard or setting.lower() in ("0", "no", "off", "false"):
+        return None
+    try:
+        from ..dashboard import Dashboard, bind_problem
+    except ImportError:
+        stdout.print("Dashboard: not shown (pip install 'argentic-tools[dashboard]').")
+        return None
+    from .mcp_commands import host_and_port
+
+    chosen = setting.lower() not in ("", "1", "yes", "on", "true")
+    host, port = host_and_port(setting) if chosen else DASHBOARD_ADDRESS
+    problem = bind_problem(host.strip("[]"), allow_remote=False)
+    if problem is not None:
+        raise CliError(f"{DASHBOARD_VARIABLE}={setting}: {problem}")
+    observer = messager_from(args, url)
+    await observer.connect()
+    stack.push_async_callback(shielded, observer.disconnect)
+    dashboard = Dashboard(manager, observer)
+    attempts = [port] if chosen or port == 0 else [port, 0]
+    failure: OSError | None = None
+    for attempt in attempts:
+        try:
+            bound = await stack.enter_async_context(dashboard.serving(host.strip("[]"), attempt))
+        except OSError as exc:  # taken: the next attempt picks a free port
+            failure = exc
+            continue
+        address = f"http://{host}:{bound}/"
+        stdout.print(
+            Text.assemble(
+                "Dashboard: ",
+                (address, "bold"),
+                " shows the calls below as they happen (",
+                (f"{DASHBOARD_VARIABLE}=0", "dim"),
+                " or make demo DASHBOARD=0 leaves it out).",
+            )
+        )
+        return address
+    stdout.print(f"Dashboard: not shown, cannot listen on {host}:{port}: {failure}")
+    return None
+
+
+async def _linger(address: str) -> None:
+    """On a terminal, keep the tools and the dashboard up until Enter."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return
+    stdout.print(
+        Text.assemble(
+            "The tools and the dashboard (", (address, "bold"), ") stay up; press Enter to stop."
+        )
+    )
+    loop = asyncio.get_running_loop()
+    entered = asyncio.Event()
+    descriptor = sys.stdin.fileno()
+    # A reader callback, not a thread: a thread blocked on stdin would hold up Ctrl-C.
+    loop.add_reader(descriptor, entered.set)
+    try:
+        await entered.wait()
+    finally:
+        loop.remove_reader(descriptor)
+    sys.stdin.readline()
+
+
 async def run_demo(args: argparse.Namespace) -> int:
     """Run the demo; returns the exit status (0 when the scenario ran to its end)."""
     started = time.perf_counter()
@@ -342,6 +422,7 @@ async def run_demo(args: argparse.Namespace) -> int:
         manager = manager_for(messager, topics, args.log_level)
         await manager.async_init()
         stack.push_async_callback(shielded, manager.aclose)
+        dashboard = await _start_dashboard(args, url, manager, stack)
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="argentic-demo-")))
         options = [] if embedded else _tls_options(args)
         children = ToolProcesses(url, args.topic_prefix, workdir, options)
@@ -358,6 +439,8 @@ async def run_demo(args: argparse.Namespace) -> int:
         )
         _show_tools(manager)
         await _scenario(manager, children)
+        if dashboard is not None:
+            await _linger(dashboard)
         stdout.rule()
         stdout.print("Stopping the tool processes...")
     stdout.print(f"Demo finished in {time.perf_counter() - started:.1f} s.")

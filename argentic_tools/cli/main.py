@@ -5,7 +5,8 @@ Every command except ``broker`` talks to the broker given by ``--broker`` under
 progress and errors go to stderr, an error being one line (with a traceback only
 under ``--debug``). Exit status: 0 on success, 1 when a call failed, 2 for a
 usage, configuration or connection problem, 130 after Ctrl-C (143 after SIGTERM
-for one-shot commands; servers stopped by SIGTERM exit 0).
+for one-shot commands; servers stopped by SIGTERM exit 0, and ``top`` ends on
+Ctrl-C with 0, as on ``q``).
 """
 
 import argparse
@@ -43,6 +44,8 @@ from .common import (
     run_command,
     stderr,
 )
+from .demo import DASHBOARD_VARIABLE
+from .fleet import SORT_KEYS, stats_command, top_command
 from .mcp_commands import mcp_bridge_command, mcp_serve_command
 
 # -- parser and entry point ------------------------------------------------------------
@@ -147,6 +150,45 @@ def build_parser() -> argparse.ArgumentParser:
     _add_expect_argument(describe)
     describe.set_defaults(run=describe_command, log_level="WARNING")
 
+    stats = command("stats", "show what each tool process has served: calls, errors, latency")
+    stats.add_argument(
+        "--json", action="store_true", help="print each process's answer as JSON, for scripts"
+    )
+    stats.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=1.0,
+        help="seconds to collect tools, then at most as long again for the processes' answers",
+    )
+    _add_expect_argument(stats)
+    stats.set_defaults(run=stats_command, log_level="WARNING")
+
+    top = command("top", "a live view of the fleet: calls per second, errors, latency per tool")
+    top.add_argument(
+        "--interval", type=positive_seconds, default=1.0, help="seconds between refreshes"
+    )
+    top.add_argument(
+        "--sort",
+        choices=SORT_KEYS,
+        default="rate",
+        help="order of the tools (rate: calls per second; all but name put the largest first)",
+    )
+    top.add_argument(
+        "--once",
+        action="store_true",
+        help="print one frame (two samples --interval apart) and exit",
+    )
+    top.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=1.0,
+        help="seconds to let the tools register before the first frame (ends early once "
+        "registrations stop, or once every --expect tool is in), and at most for the "
+        "processes' answers in each refresh (ends as soon as they have all answered)",
+    )
+    _add_expect_argument(top)
+    top.set_defaults(run=top_command, interactive=True, log_level="WARNING")
+
     watch = command("watch", "print registrations, calls and results as they happen")
     watch.add_argument("--count", type=int, default=0, help="stop after N events (0: never)")
     watch.add_argument(
@@ -166,6 +208,49 @@ def build_parser() -> argparse.ArgumentParser:
         help="also show tools registering again (each manager that starts makes them)",
     )
     watch.set_defaults(run=watch_command, graceful=True, log_level="WARNING")
+
+    from .history import history_command  # with its options, as one block
+
+    history = command("history", "show the calls a SqliteRecorder kept, newest first", client=False)
+    history.add_argument(
+        "--history",
+        required=True,
+        metavar="FILE",
+        help="the SQLite file of ToolManager(recorder=SqliteRecorder(FILE))",
+    )
+    history.add_argument("--tool", default=None, metavar="NAME", help="only calls to this tool")
+    history.add_argument(
+        "--thread", default=None, metavar="ID", help="only calls made in this conversation thread"
+    )
+    history.add_argument(
+        "--outcome",
+        default=None,
+        help="only calls that ended so: a status (success, error, failed, timeout, cancelled) "
+        "or an error code (not_found, invalid_arguments, execution_error, ...)",
+    )
+    history.add_argument(
+        "--since",
+        default=None,
+        metavar="WHEN",
+        help="only calls that ended at or after WHEN: how long ago (90, 15m, 2h, 7d) or "
+        "an ISO 8601 time (2025-06-01T12:00, local time unless it has an offset)",
+    )
+    history.add_argument(
+        "--until", default=None, metavar="WHEN", help="only calls that ended before WHEN"
+    )
+    history.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="show the newest N calls (0: all)"
+    )
+    history.add_argument(
+        "--json", action="store_true", help="print a JSON array of the calls, for scripts"
+    )
+    history.set_defaults(sync=history_command, log_level="WARNING")
+
+    from .dashboard import add_dashboard_arguments, dashboard_command  # one block, as above
+
+    dashboard = command("dashboard", "a live view of the fleet and its calls in a browser")
+    add_dashboard_arguments(dashboard)
+    dashboard.set_defaults(run=dashboard_command, graceful=True, log_level="WARNING")
 
     mcp = commands.add_parser(
         "mcp",
@@ -192,6 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         default=None,
         help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio",
+    )
+    mcp_serve.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics (needs the [otel] extra)",
     )
     mcp_serve.add_argument(
         "--timeout",
@@ -223,6 +314,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = command("demo", "start the example tools and run a short scripted agent")
     # Without --broker the demo starts the embedded broker instead of trying 1883.
+    demo.add_argument(
+        "--no-dashboard",
+        action="store_true",
+        help=f"leave the dashboard out (also {DASHBOARD_VARIABLE}=0, make demo DASHBOARD=0)",
+    )
     demo.set_defaults(run=demo_command, log_level="WARNING", broker=None)
 
     # No options of their own (prefix_chars matches none): every argument, --help
@@ -288,7 +384,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if hasattr(args, "sync"):
             return int(args.sync(args))
-        return run_command(args.run, args, graceful=getattr(args, "graceful", False))
+        return run_command(
+            args.run,
+            args,
+            graceful=getattr(args, "graceful", False),
+            interactive=getattr(args, "interactive", False),
+        )
     except KeyboardInterrupt:
         stderr.print("interrupted", style="yellow")
         return EXIT_INTERRUPTED

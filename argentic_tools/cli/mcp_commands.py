@@ -9,6 +9,7 @@ from types import ModuleType
 
 import anyio
 
+from .. import start_metrics_server
 from .._agent.manager import ToolManager
 from .common import EXIT_OK, CliError, StopRequest, connected_manager
 
@@ -54,6 +55,11 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``mcp serve``: the fleet as an MCP server, on stdio or streamable HTTP."""
     gateway_module = _load("gateway")
     address = host_and_port(args.http) if args.http else None
+    if args.metrics_port is not None:
+        try:
+            start_metrics_server(args.metrics_port)
+        except (RuntimeError, OSError) as exc:
+            raise CliError(f"--metrics-port {args.metrics_port}: {exc}") from None
     async with connected_manager(args) as manager:
         await settle(manager, args.wait)
         # What exists now lives as long as the gateway: keep it out of the collector's

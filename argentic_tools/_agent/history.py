@@ -1,0 +1,572 @@
+"""Persistent call history: :class:`SqliteRecorder`, and how to keep it elsewhere.
+
+``ToolManager(messager, recorder=SqliteRecorder("calls.db"))`` keeps one row per
+call attempt in a SQLite file (the standard library's ``sqlite3``, nothing to
+install), and ``argentic-tools history --history calls.db`` reads it back. The file
+outlives the manager: a restarted manager appends to it, and several manager
+processes on one machine can write it at once (WAL mode, with a busy timeout).
+
+Any object with a ``record(observation)`` method, plain or ``async``, is a recorder
+(:class:`~argentic_tools.ObservationRecorder`), so the history can live in a server
+database instead. The manager calls ``record`` from one background task, one
+observation at a time, never on the call path. A recorder that awaits one insert
+per observation is limited to one database round trip per call; at higher rates,
+queue in ``record`` and write many rows at once, as :class:`SqliteRecorder` does.
+For example, with PostgreSQL and a driver of your choice (here ``asyncpg``)::
+
+    class PostgresRecorder:
+        def __init__(self, pool: asyncpg.Pool) -> None:
+            self.pool = pool
+
+        async def record(self, observation: Observation) -> None:
+            row = observation.to_dict()
+            row["arguments"] = json.dumps(row["arguments"], default=repr)
+            row["result"] = json.dumps(row["result"], default=repr)
+            await self.pool.execute(
+                "INSERT INTO calls (task_id, tool_name, status, error_code, "
+                "duration_ms, ended_at, arguments, result) "
+                "VALUES ($1, $2, $3, $4, $5, to_timestamp($6), $7, $8)",
+                row["task_id"], row["tool_name"], row["status"], row["error_code"],
+                row["duration_ms"], row["timestamp"], row["arguments"], row["result"],
+            )
+
+    ToolManager(messager, recorder=PostgresRecorder(pool))
+"""
+
+import asyncio
+import atexit
+import contextlib
+import dataclasses
+import json
+import logging
+import queue
+import sqlite3
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .._lifecycle import AsyncResource
+from .observations import Observation
+
+logger = logging.getLogger("argentic_tools.history")
+
+DEFAULT_MAX_AGE_SECONDS = 30 * 24 * 3600.0
+"""How long :class:`SqliteRecorder` keeps a call by default: 30 days."""
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a write waits for another process's transaction on the same file."""
+
+TRIM_INTERVAL_SECONDS = 60.0
+"""Rows past ``max_age_seconds`` are deleted at least this often while the recorder runs."""
+
+EXIT_WRITE_SECONDS = 5.0
+"""How long the interpreter's exit waits for a recorder nobody closed to write its queue."""
+
+TRUNCATED = "__truncated__"
+"""Key of the object that stands for arguments or a result cut at ``max_argument_bytes``."""
+
+_SCHEMA = """
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY,
+    call_id TEXT,
+    task_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    tool_id TEXT,
+    thread_id TEXT,
+    trace_id TEXT,
+    status TEXT NOT NULL,
+    error_code TEXT,
+    error TEXT,
+    duration_ms REAL NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL NOT NULL,
+    arguments TEXT,
+    result TEXT
+);
+CREATE INDEX IF NOT EXISTS calls_by_time ON calls (ended_at);
+CREATE INDEX IF NOT EXISTS calls_by_tool ON calls (tool_name, ended_at);
+CREATE INDEX IF NOT EXISTS calls_by_thread ON calls (thread_id, ended_at);
+CREATE INDEX IF NOT EXISTS calls_by_status ON calls (status, ended_at);
+COMMIT;
+"""
+
+_INSERT = (
+    "INSERT INTO calls (call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, "
+    "error_code, error, duration_ms, started_at, ended_at, arguments, result) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+_SELECT = (
+    "SELECT call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, error_code, "
+    "duration_ms, arguments, result, error, ended_at FROM calls"
+)
+
+
+@dataclasses.dataclass(slots=True)
+class _Marker:
+    """A flush (or the stop) in the writer's queue: resolved once everything before it is done."""
+
+    loop: asyncio.AbstractEventLoop | None
+    future: "asyncio.Future[None] | None"
+    stop: bool = False
+
+    def resolve(self) -> None:
+        if self.loop is None or self.future is None:
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            self.loop.call_soon_threadsafe(_set_done, self.future)
+
+
+def _set_done(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class SqliteRecorder(AsyncResource):
+    """Keeps every call attempt in a SQLite file, written in batches by its own thread.
+
+    ``record`` only queues the observation, so the event loop never waits for the
+    disk: a thread with its own connection writes each batch in one transaction.
+    The table ``calls`` has a column per :class:`~argentic_tools.Observation` field
+    (``ended_at`` is its ``timestamp``; ``started_at`` is that minus the duration),
+    arguments and results as JSON text, and indexes by tool, thread, status and
+    time. Old rows are deleted every tenth of ``max_rows`` rows written, every
+    minute, and when the recorder closes, never row by row; between trims the table
+    may hold that tenth more.
+
+    ``async with SqliteRecorder(path) as recorder`` opens the file (raising if it
+    cannot) and closes it, after writing everything queued, on the way out; a
+    recorder handed to a manager without that starts with the first observation,
+    and writes what is left when the interpreter exits. Several processes may write
+    one file, on one machine (not over a network file system).
+
+    Args:
+        path: The SQLite file; created, with its table, if missing.
+        max_rows: Rows kept at most, the most recently written ones (None: no limit).
+        max_age_seconds: Calls that ended longer ago than this are deleted (None:
+            kept until ``max_rows`` pushes them out).
+        max_argument_bytes: Arguments and results longer than this as JSON (in UTF-8
+            bytes) are replaced by ``{"__truncated__": true, "bytes": N, "preview":
+            "<the JSON text, cut>"}``, in this many bytes; longer error messages are cut.
+        batch_size: Rows written in one transaction at most.
+        flush_interval: Seconds an observation may wait for others to fill its batch.
+        max_pending: Observations queued for the writer at most; beyond that, while
+            the disk lags far behind, new ones are dropped and counted in
+            :attr:`dropped`.
+
+    Example:
+        >>> async with SqliteRecorder("calls.db") as recorder:  # doctest: +SKIP
+        ...     async with ToolManager(messager, recorder=recorder) as manager:
+        ...         await manager.execute_tool("add", {"a": 1})
+        >>> SqliteRecorder("calls.db").query(tool="add", limit=10)  # doctest: +SKIP
+
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_rows: int | None = 1_000_000,
+        max_age_seconds: float | None = DEFAULT_MAX_AGE_SECONDS,
+        max_argument_bytes: int = 16_384,
+        batch_size: int = 500,
+        flush_interval: float = 0.2,
+        max_pending: int = 100_000,
+    ) -> None:
+        if max_rows is not None and max_rows < 1:
+            raise ValueError(f"max_rows must be at least 1 (or None), not {max_rows}")
+        if max_age_seconds is not None and not max_age_seconds > 0:
+            raise ValueError(f"max_age_seconds must be above 0 (or None), not {max_age_seconds}")
+        if max_argument_bytes < 128:
+            raise ValueError(f"max_argument_bytes must be at least 128, not {max_argument_bytes}")
+        if batch_size < 1 or max_pending < 1:
+            raise ValueError("batch_size and max_pending must be at least 1")
+        if not flush_interval >= 0:
+            raise ValueError(f"flush_interval must be 0 or more, not {flush_interval}")
+        self.path = Path(path)
+        self.max_rows = max_rows
+        self.max_age_seconds = max_age_seconds
+        self.max_argument_bytes = max_argument_bytes
+        self.batch_size = batch_size
+        self.flush_interval = flush_interval
+        self.max_pending = max_pending
+        self._queue: queue.SimpleQueue[Observation | _Marker] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # guards the fields below, shared with the writer
+        self._thread: threading.Thread | None = None
+        self._accepting = True
+        self._stop: _Marker | None = None
+        self._opened = False
+        self._dropped = 0
+        self._warned = False
+        self._failure: sqlite3.Error | OSError | None = None
+        self._held: list[_Marker] = []  # the writer's own: markers taken, not resolved yet
+        # One encoder for every row: json.dumps with options would build one per call.
+        self._encode = json.JSONEncoder(
+            ensure_ascii=False, separators=(",", ":"), default=repr
+        ).encode
+
+    @property
+    def dropped(self) -> int:
+        """Observations not written: the queue was full, the recorder closed, or a write failed."""
+        return self._dropped
+
+    # -- the event loop's side --------------------------------------------------------
+
+    def record(self, observation: Observation) -> None:
+        """Queue ``observation`` for the writer thread; returns at once."""
+        with self._lock:
+            if self._accepting and self._queue.qsize() < self.max_pending:
+                if self._thread is None:
+                    self._start_writer()
+                self._queue.put(observation)
+                return
+            self._dropped += 1
+            warn, self._warned = not self._warned, True
+        if warn:
+            state = "is closed" if not self._accepting else "lags behind"
+            logger.warning(
+                "the call history at %s %s; observations are dropped (see .dropped)",
+                self.path,
+                state,
+            )
+
+    async def start(self) -> None:
+        """Open the file, creating its table if needed (``async with`` does this).
+
+        Raises:
+            RuntimeError: Started twice, or after :meth:`close`.
+            sqlite3.Error: The file cannot be opened or is not a database.
+            OSError: The file cannot be opened.
+
+        """
+        with self._lock:
+            if self._opened or not self._accepting:
+                raise RuntimeError("this SqliteRecorder was already started")
+            self._opened = True
+            if self._thread is None:
+                self._start_writer()
+        await self.flush()
+        if self._failure is not None:
+            raise self._failure
+
+    async def flush(self) -> None:
+        """Wait until every observation recorded so far is written (or counted as dropped)."""
+        marker = self._enqueue_marker(stop=False)
+        if marker is not None and marker.future is not None:
+            await asyncio.shield(marker.future)
+
+    async def close(self) -> None:
+        """Write what is queued, delete old rows and close the file; safe to call twice."""
+        marker = self._enqueue_marker(stop=True)
+        if marker is not None and marker.future is not None:
+            await asyncio.shield(marker.future)
+        atexit.unregister(self._close_at_exit)
+
+    async def _open_resource(self) -> None:
+        await self.start()
+
+    async def _close_resource(self) -> None:
+        await self.close()
+
+    def _enqueue_marker(self, *, stop: bool) -> _Marker | None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self._stop is not None:
+                # Already stopping: wait for the same end (from the loop that asked for it).
+                return self._stop if self._stop.loop is loop else None
+            if self._thread is None or not self._accepting:
+                # Nothing was ever queued, or the writer has ended (and released everyone).
+                self._accepting = self._accepting and not stop
+                return None
+            marker = _Marker(loop, loop.create_future(), stop)
+            if stop:
+                self._accepting = False
+                self._stop = marker
+            self._queue.put(marker)
+            return marker
+
+    def _start_writer(self) -> None:
+        self._thread = threading.Thread(
+            target=self._run, name=f"sqlite-recorder:{self.path.name}", daemon=True
+        )
+        self._thread.start()
+        atexit.register(self._close_at_exit)
+
+    def _close_at_exit(self) -> None:
+        # A daemon thread dies with the interpreter: write what is queued first.
+        with self._lock:
+            if self._thread is None or self._stop is not None:
+                return
+            self._accepting = False
+            self._stop = _Marker(None, None, stop=True)
+            self._queue.put(self._stop)
+        self._thread.join(EXIT_WRITE_SECONDS)
+
+    # -- the writer thread --------------------------------------------------------------
+
+    def _run(self) -> None:
+        connection: sqlite3.Connection | None = None
+        try:
+            connection = self._connect()
+            self._trim(connection)
+            self._serve(connection)
+        except (sqlite3.Error, OSError) as exc:
+            self._failure = exc
+            logger.error("the call history at %s cannot be written: %s", self.path, exc)
+        finally:
+            if connection is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    connection.close()
+            self._finish()
+
+    def _connect(self) -> sqlite3.Connection:
+        connection = sqlite3.connect(
+            self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None
+        )
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                logger.warning("the call history at %s is not in WAL mode (%s)", self.path, mode)
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.executescript(_SCHEMA)
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def _serve(self, connection: sqlite3.Connection) -> None:
+        trim_every = max(1, self.max_rows // 10) if self.max_rows is not None else None
+        written_since_trim = 0
+        last_trim = time.monotonic()
+        while True:
+            batch, stop = self._take_batch()
+            if batch:
+                self._write(connection, batch)
+                written_since_trim += len(batch)
+            age_due = (
+                self.max_age_seconds is not None
+                and time.monotonic() - last_trim >= TRIM_INTERVAL_SECONDS
+            )
+            rows_due = trim_every is not None and written_since_trim >= trim_every
+            if stop or age_due or rows_due:
+                self._trim(connection)
+                written_since_trim, last_trim = 0, time.monotonic()
+            if stop:
+                return  # _finish resolves the markers once the file is closed
+            for marker in self._held:
+                marker.resolve()
+            self._held.clear()
+
+    def _take_batch(self) -> tuple[list[Observation], bool]:
+        """Up to ``batch_size`` observations, cut short by a marker; and whether to stop."""
+        batch: list[Observation] = []
+        try:
+            item = self._queue.get(timeout=TRIM_INTERVAL_SECONDS)
+        except queue.Empty:
+            return batch, False
+        deadline = time.monotonic() + self.flush_interval
+        while True:
+            if isinstance(item, _Marker):
+                self._held.append(item)
+                return batch, item.stop
+            batch.append(item)
+            if len(batch) >= self.batch_size:
+                return batch, False
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return batch, False
+                try:
+                    item = self._queue.get(timeout=remaining)
+                except queue.Empty:
+                    return batch, False
+
+    def _write(self, connection: sqlite3.Connection, batch: list[Observation]) -> None:
+        rows = []
+        for observation in batch:
+            try:
+                rows.append(self._row(observation))
+            except Exception:
+                logger.exception("an observation could not be stored; it was dropped")
+                self._count_dropped(1)
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.executemany(_INSERT, rows)
+            connection.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            logger.error("%d calls could not be written to %s: %s", len(rows), self.path, exc)
+            self._count_dropped(len(rows))
+
+    def _trim(self, connection: sqlite3.Connection) -> None:
+        if self.max_age_seconds is None and self.max_rows is None:
+            return
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            if self.max_age_seconds is not None:
+                oldest = time.time() - self.max_age_seconds
+                connection.execute("DELETE FROM calls WHERE ended_at < ?", (oldest,))
+            if self.max_rows is not None:
+                connection.execute(
+                    "DELETE FROM calls WHERE id <= "
+                    "(SELECT id FROM calls ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                    (self.max_rows,),
+                )
+            connection.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            logger.warning("old calls could not be deleted from %s: %s", self.path, exc)
+
+    def _finish(self) -> None:
+        """Refuse new observations and release everyone waiting on the writer."""
+        leftovers: list[Observation | _Marker] = []
+        with self._lock:
+            self._accepting = False
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    leftovers.append(self._queue.get_nowait())
+        markers = [item for item in leftovers if isinstance(item, _Marker)]
+        self._count_dropped(len(leftovers) - len(markers))
+        for marker in [*self._held, *markers]:
+            marker.resolve()
+        self._held.clear()
+
+    def _count_dropped(self, count: int) -> None:
+        if count:
+            with self._lock:
+                self._dropped += count
+
+    def _row(self, observation: Observation) -> tuple[Any, ...]:
+        ended = float(observation.timestamp or time.time())
+        duration = float(observation.duration_ms or 0.0)
+        return (
+            _text(observation.call_id),
+            str(observation.task_id),
+            str(observation.tool_name),
+            _text(observation.tool_id),
+            _text(observation.thread_id),
+            _text(observation.trace_id),
+            str(observation.status),
+            _text(observation.error_code),
+            None if observation.error is None else self._cut(str(observation.error)),
+            duration,
+            ended - duration / 1000,
+            ended,
+            self._json(observation.arguments),
+            self._json(observation.result),
+        )
+
+    def _json(self, value: Any) -> str | None:
+        if value is None:
+            return None
+        text = self._encode(value)
+        size = len(text) if text.isascii() else len(text.encode())
+        if size <= self.max_argument_bytes:
+            return text
+        preview = text.encode()[: self.max_argument_bytes].decode(errors="ignore")
+        while True:
+            cut = json.dumps(
+                {TRUNCATED: True, "bytes": size, "preview": preview}, ensure_ascii=False
+            )
+            excess = len(cut.encode()) - self.max_argument_bytes
+            if excess <= 0 or not preview:
+                return cut
+            preview = preview[: max(0, len(preview) - excess)]
+
+    def _cut(self, text: str) -> str:
+        encoded = text.encode()
+        if len(encoded) <= self.max_argument_bytes:
+            return text
+        note = f" [cut: {len(encoded)} bytes]"
+        return encoded[: self.max_argument_bytes - len(note)].decode(errors="ignore") + note
+
+    # -- reading ------------------------------------------------------------------------
+
+    def query(
+        self,
+        *,
+        tool: str | None = None,
+        thread: str | None = None,
+        outcome: str | None = None,
+        since: float | datetime | None = None,
+        until: float | datetime | None = None,
+        limit: int | None = 100,
+    ) -> list[Observation]:
+        """The calls kept in the file, newest first (what has been written: see :meth:`flush`).
+
+        Needs no manager and no running recorder: the file is opened read-only for
+        the query. It blocks; from async code, run it in a thread
+        (``await anyio.to_thread.run_sync(partial(recorder.query, tool="add"))``).
+
+        Args:
+            tool: Only calls to this tool name.
+            thread: Only calls made in this conversation thread.
+            outcome: Only calls with this status (``success``, ``error``, ``failed``,
+                ``timeout``, ``cancelled``) or this error code (``not_found``,
+                ``invalid_arguments``, ...).
+            since: Only calls that ended at or after this time (Unix seconds or a
+                datetime; a naive datetime is local time).
+            until: Only calls that ended before this time.
+            limit: The newest calls at most (None: all).
+
+        Raises:
+            FileNotFoundError: There is no file at :attr:`path`.
+            ValueError: The file is not a call history.
+
+        """
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no call history at {self.path}")
+        clauses: list[str] = []
+        parameters: list[Any] = []
+        for clause, value in (
+            ("tool_name = ?", tool),
+            ("thread_id = ?", thread),
+            ("ended_at >= ?", _seconds(since)),
+            ("ended_at < ?", _seconds(until)),
+        ):
+            if value is not None:
+                clauses.append(clause)
+                parameters.append(value)
+        if outcome is not None:
+            clauses.append("(status = ? OR error_code = ?)")
+            parameters += [outcome, outcome]
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        sql = f"{_SELECT}{where} ORDER BY ended_at DESC, id DESC LIMIT ?"
+        parameters.append(-1 if limit is None else limit)
+        uri = f"{self.path.resolve().as_uri()}?mode=ro"
+        try:
+            connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+            try:
+                rows = connection.execute(sql, parameters).fetchall()
+            finally:
+                connection.close()
+        except sqlite3.DatabaseError as exc:
+            raise ValueError(f"{self.path} cannot be read as a call history: {exc}") from None
+        return [_observation(row) for row in rows]
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _seconds(moment: float | datetime | None) -> float | None:
+    if isinstance(moment, datetime):
+        return moment.timestamp()
+    return None if moment is None else float(moment)
+
+
+def _observation(row: tuple[Any, ...]) -> Observation:
+    names = [field.name for field in dataclasses.fields(Observation)]
+    values = dict(zip(names, row, strict=True))  # _SELECT's columns, in the fields' order
+    for name in ("arguments", "result"):
+        if values[name] is not None:
+            values[name] = json.loads(values[name])
+    return Observation(**values)

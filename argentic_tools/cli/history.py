@@ -1,0 +1,116 @@
+"""``history``: the calls a :class:`~argentic_tools.SqliteRecorder` kept, newest first.
+
+The command reads the file itself, read-only: no broker, no manager, and the
+managers writing the file may keep running. It prints a table (time, tool,
+outcome and error code, duration, thread, call and task ids), or with ``--json``
+an array of the calls with every field, arguments and results included.
+"""
+
+import argparse
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from .._agent.history import SqliteRecorder
+from .._agent.observations import Observation
+from .._protocol.messages import SUCCESS_STATUSES
+from .commands import print_json
+from .common import EXIT_OK, CliError, stderr, stdout
+
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_AGO = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
+_SUCCESSES = {status.value for status in SUCCESS_STATUSES}
+
+
+def history_command(args: argparse.Namespace) -> int:
+    """``history``: query the file given by ``--history`` and print the calls."""
+    path = Path(args.history)
+    if not path.is_file():
+        raise CliError(f"--history {args.history}: no such file")
+    now = time.time()
+    since = None if args.since is None else moment("--since", args.since, now)
+    until = None if args.until is None else moment("--until", args.until, now)
+    if since is not None and until is not None and since >= until:
+        raise CliError(f"--since {args.since!r} is not before --until {args.until!r}")
+    if args.limit < 0:
+        raise CliError(f"--limit {args.limit}: give 0 (all) or more")
+    try:
+        calls = SqliteRecorder(path).query(
+            tool=args.tool,
+            thread=args.thread,
+            outcome=args.outcome,
+            since=since,
+            until=until,
+            limit=args.limit or None,
+        )
+    except (OSError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        print_json([call.to_dict() for call in calls])
+        return EXIT_OK
+    if not calls:
+        stderr.print(f"No calls in {path} match.")
+        return EXIT_OK
+    _print_wide(calls_table(calls, f"{len(calls)} call(s) in {path}, newest first"))
+    if len(calls) == args.limit:
+        stderr.print(f"The newest {args.limit} shown; --limit 0 shows every one that matches.")
+    return EXIT_OK
+
+
+def moment(option: str, text: str, now: float) -> float:
+    """Unix seconds from ``90``, ``15m``, ``2h``, ``7d`` (that long before ``now``) or ISO 8601.
+
+    Raises:
+        CliError: ``text`` is neither.
+
+    """
+    ago = _AGO.fullmatch(text.strip())
+    if ago:
+        return now - float(ago.group(1)) * _UNITS[ago.group(2)]
+    try:
+        # A time without an offset is local time, as datetime.timestamp() reads it.
+        return datetime.fromisoformat(text.strip()).timestamp()
+    except ValueError:
+        raise CliError(
+            f"{option} {text!r}: give how long ago (90, 15m, 2h, 7d) or an ISO 8601 time "
+            "(2025-06-01T12:00, local time unless it has an offset)"
+        ) from None
+
+
+def _print_wide(table: Table) -> None:
+    """Print on stdout; into a pipe or a file as wide as the table needs, not at 80 columns."""
+    if stdout.is_terminal:
+        stdout.print(table)
+        return
+    width = Measurement.get(stdout, stdout.options.update(width=1000), table).maximum
+    Console(file=stdout.file, width=max(width, stdout.width), highlight=False).print(table)
+
+
+def calls_table(calls: list[Observation], title: str) -> Table:
+    """A table of ``calls``, one row each."""
+    table = Table(title=title, title_justify="left")
+    for column in ("Time", "Tool", "Outcome", "Duration", "Thread", "Call id", "Task id"):
+        table.add_column(
+            column, overflow="fold", justify="right" if column == "Duration" else "left"
+        )
+    for call in calls:
+        ok = call.status in _SUCCESSES
+        outcome = call.status
+        if call.error_code and call.error_code != call.status:
+            outcome += f" {call.error_code}"
+        table.add_row(
+            datetime.fromtimestamp(call.timestamp).isoformat(sep=" ", timespec="milliseconds"),
+            Text(call.tool_name, style="bold"),
+            Text(outcome, style="green" if ok else "red"),
+            f"{call.duration_ms:.1f} ms",
+            call.thread_id or "",
+            call.call_id or "",
+            call.task_id,
+        )
+    return table
