@@ -294,6 +294,7 @@ class Tmux:
     def __init__(self, command: list[str], directory: Path) -> None:
         self.name = f"top{uuid.uuid4().hex[:10]}"
         self.socket = directory / "tmux"
+        self.status_file = directory / "status"
         self.command = command
 
     async def tmux(self, *args: str) -> str:
@@ -305,7 +306,6 @@ class Tmux:
         return completed.stdout.decode(errors="replace")
 
     async def start(self) -> None:
-        # remain-on-exit: the pane stays after the command ends, so its status can be read.
         await self.tmux(
             "new-session",
             "-d",
@@ -317,12 +317,9 @@ class Tmux:
             "30",
             "-c",
             str(ROOT),
-            shlex.join(self.command),
-            ";",
-            "set-option",
-            "-g",
-            "remain-on-exit",
-            "on",
+            # The pane's shell records the exit status (tmux's pane_dead_status was found
+            # empty at times on a busy machine), then keeps the pane for the last screen.
+            f"{shlex.join(self.command)}; echo $? > {shlex.quote(str(self.status_file))}; sleep 60",
         )
 
     async def screen(self) -> str:
@@ -341,15 +338,15 @@ class Tmux:
 
     async def exit_status(self, timeout: float = 20) -> int:
         """The command's exit status, once it has ended."""
-        with anyio.fail_after(timeout):
+        status = anyio.Path(self.status_file)
+        with anyio.move_on_after(timeout):
             while True:
-                shown = await self.tmux(
-                    "display-message", "-p", "-t", self.name, "#{pane_dead} #{pane_dead_status}"
-                )
-                dead, *status = shown.split()
-                if dead == "1":
-                    return int(status[0])
+                if await status.exists():
+                    text = (await status.read_text()).strip()
+                    if text:
+                        return int(text)
                 await anyio.sleep(0.2)
+        raise AssertionError(f"still running after {timeout:g} s\n{await self.screen()}")
 
     async def stop(self) -> None:
         with contextlib.suppress(subprocess.CalledProcessError):

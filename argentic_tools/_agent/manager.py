@@ -12,6 +12,7 @@ it answers again (a broker node that dies publishes no Last Will).
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -25,7 +26,6 @@ from .._protocol.messages import (
     PROTOCOL_VERSION,
     CallContext,
     ManagerOnlineMessage,
-    StatsRequestMessage,
     TaskErrorMessage,
     TaskResultMessage,
     ToolCallRequest,
@@ -49,6 +49,7 @@ from .._transport import IncomingMessage, Messager
 from .calls import CallBook, CallSpec, call_field
 from .delivery import Delivery
 from .exports import ExportFormat, export
+from .fleet import FleetStats
 from .info import ToolInfo
 from .liveness import Liveness
 from .membership import Membership
@@ -187,8 +188,17 @@ class ToolManager(AsyncResource):
         )
         self.recorder_close_timeout = recorder_close_timeout
         self._initialised = False
-        # fleet_stats calls in progress: (answers by source, sources expected, all in).
-        self._stats: list[tuple[dict[str, ToolStatsMessage], set[str], asyncio.Event]] = []
+        self._fleet = (
+            None
+            if self.inbox is None
+            else FleetStats(
+                self._registry,
+                self._membership,
+                functools.partial(self.messager.publish, self.topics.status),
+                messager.client_id,
+                self.inbox,
+            )
+        )
         self.metrics_port = metrics_port
 
     # -- lifecycle ------------------------------------------------------------
@@ -405,11 +415,8 @@ class ToolManager(AsyncResource):
         if isinstance(result, ToolPongMessage):
             return
         if isinstance(result, ToolStatsMessage):
-            if result.source is not None:
-                for answers, expected, done in self._stats:
-                    answers.setdefault(result.source, result)
-                    if expected <= set(answers):
-                        done.set()
+            if self._fleet is not None:
+                self._fleet.answered(result)
             return
         if isinstance(result, ToolProgressMessage | ToolPartialMessage):
             problem = self._calls.update(result, tool_id)
@@ -610,36 +617,9 @@ class ToolManager(AsyncResource):
             RuntimeError: The manager has no inbox (``private_replies=False``).
 
         """
-        if self.inbox is None:
+        if self._fleet is None:
             raise RuntimeError("fleet_stats needs the manager's own inbox (private_replies)")
-        loop = asyncio.get_running_loop()
-        give_up = loop.time() + wait
-        # Just started: the live tools are still answering the announcement.
-        await asyncio.sleep(min(self._membership.settle_remaining(), wait))
-        # Processes of protocol 2 and later answer; Argentic tools and older ones cannot.
-        expected = {
-            e.info.source
-            for e in self._registry.entries()
-            if e.info.source and e.protocol is not None and e.protocol >= 2
-        }
-        answers: dict[str, ToolStatsMessage] = {}
-        done = asyncio.Event()
-        collector = (answers, expected, done)
-        self._stats.append(collector)
-        try:
-            await self.messager.publish(
-                self.topics.status,
-                StatsRequestMessage(source=self.messager.client_id, inbox=self.inbox),
-            )
-            if expected:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout_at(give_up):
-                        await done.wait()
-            else:
-                await asyncio.sleep(max(give_up - loop.time(), 0))  # take what answers
-        finally:
-            self._stats.remove(collector)
-        return sorted(answers.values(), key=lambda answer: answer.source or "")
+        return await self._fleet.gather(wait)
 
     @property
     def pending_calls(self) -> int:
