@@ -69,13 +69,15 @@ test-cluster: $(STAMP)
 		$(BIN)/python -m pytest tests/cluster -q -s -p no:cacheprovider; \
 		status=$$?; bash scripts/cluster.sh down; exit $$status
 
-## bench: side-by-side benchmark against the raw MQTT floor and argentic
+## bench: side-by-side benchmark against the raw MQTT floor and argentic (a scratch
+## report; UPDATE=1 rewrites benchmarks/results/)
 bench: $(STAMP)
-	$(BIN)/argentic-tools bench
+	$(BIN)/argentic-tools bench $(if $(UPDATE),--update-results)
 
-## soak: 20,000 calls under a fault schedule (tool kill, freeze, broker restart, dropped links)
+## soak: 20,000 calls under a fault schedule (tool kill, freeze, broker restart, dropped
+## links; a scratch report, UPDATE=1 rewrites benchmarks/results/)
 soak: $(STAMP)
-	$(BIN)/argentic-tools soak
+	$(BIN)/argentic-tools soak $(if $(UPDATE),--update-results)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage .coverage.*

@@ -3,7 +3,8 @@
 Starts one mosquitto on a free 127.0.0.1 port, a raw aiomqtt responder (the floor),
 argentic-tools tool processes and, when argentic is importable, an argentic 0.16 tool
 process; measures the scenarios below with interleaved repetitions; prints a Markdown
-report and writes ``benchmarks/results/latest.md`` and ``latest.json``.
+report and writes ``latest.md`` and ``latest.json`` to a new scratch directory (its
+path is printed), or to ``benchmarks/results/`` with ``--update-results``.
 
   a  sequential latency (p50/p95/p99)        d  10,000 calls in flight (ours)
   b  throughput, batches of 100              e  1,000 tools registering at once (ours)
@@ -21,6 +22,7 @@ import os
 import platform
 import signal
 import sys
+import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
@@ -44,6 +46,29 @@ _HERE = Path(__file__).resolve().parent
 RESULTS_DIR = (
     _HERE / "results" if (_HERE.parent / "pyproject.toml").is_file() else Path("benchmark-results")
 )
+
+
+def add_results_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--results-dir`` and ``--update-results``: where a benchmark writes its report."""
+    parser.add_argument(
+        "--results-dir", type=Path, default=None, help="output folder (default: a new scratch one)"
+    )
+    parser.add_argument(
+        "--update-results",
+        action="store_true",
+        help=f"write the committed results in {RESULTS_DIR} instead",
+    )
+
+
+def results_dir(args: argparse.Namespace) -> Path:
+    """The folder a run writes to: the committed results only when asked to update them."""
+    if args.results_dir is not None:
+        return Path(args.results_dir)
+    if args.update_results:
+        return RESULTS_DIR
+    return Path(tempfile.mkdtemp(prefix="argentic-tools-results-"))
+
+
 ALL_SCENARIOS = "abcdef"
 
 FULL = {"sequential": 500, "calls": 5000, "inflight": 10_000, "many": 1000}
@@ -84,11 +109,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--storm-limit", type=float, default=60.0, help="seconds (e) waits for all tools"
     )
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="output folder")
+    add_results_arguments(parser)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--"]:  # `argentic-tools bench -- --quick` passes the separator on
         argv = argv[1:]
     args = parser.parse_args(argv)
+    args.results_dir = results_dir(args)
     scenarios = [s.strip().lower() for s in args.scenarios.split(",") if s.strip()]
     unknown = [s for s in scenarios if s not in ALL_SCENARIOS or len(s) != 1]
     if unknown or not scenarios:

@@ -26,7 +26,8 @@ process appends to a file before it executes one):
 Recovery time is from the end of a fault (new process started, SIGCONT sent, broker
 listening again, connection reset) until every live tool process has answered a call
 started after it. Prints a Markdown report and writes ``soak.md`` and ``soak.json`` to
-``--results-dir``. Exit status: 0 when every check holds, 1 when one does not (or the
+``--results-dir`` (default: a new scratch directory; ``--update-results``: the committed
+ones). Exit status: 0 when every check holds, 1 when one does not (or the
 run could not complete), 2 for bad input, 130 after Ctrl-C or SIGTERM.
 """
 
@@ -50,7 +51,7 @@ from typing import Any
 from argentic_tools import IncomingMessage, Messager, ToolManager, ToolResult, Topics
 from benchmarks._broker import Mosquitto, find_mosquitto, free_port, wait_for_port
 from benchmarks._procs import Child, Children
-from benchmarks.run import RESULTS_DIR, machine_info
+from benchmarks.run import add_results_arguments, machine_info, results_dir
 
 FAULTS = ("kill", "freeze", "broker", "drop-manager", "drop-tool")
 TOOL = "soak_work"
@@ -91,12 +92,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--seed", type=int, default=1, help="seed for the work durations")
     parser.add_argument("--mosquitto", help="path of the mosquitto binary")
-    parser.add_argument("--results-dir", type=Path, default=RESULTS_DIR, help="output folder")
+    add_results_arguments(parser)
     parser.add_argument("--keep-logs", type=Path, help="copy every process's log here")
     parser.add_argument(
         "--log-level", default="WARNING", help="of the manager and the tools (WARNING)"
     )
     args = parser.parse_args(argv)
+    args.results_dir = results_dir(args)
     args.fault_list = [f.strip() for f in args.faults.split(",") if f.strip()]
     unknown = [f for f in args.fault_list if f not in FAULTS]
     if unknown:

@@ -95,3 +95,19 @@ def test_rejects_unknown_scenarios() -> None:
     done = run_bench("--scenarios", "a,z", timeout=60)
     assert done.returncode == 2
     assert "--scenarios" in done.stderr
+
+
+def test_benchmarks_write_to_a_scratch_folder_unless_asked_to_update_the_results(
+    tmp_path: Path,
+) -> None:
+    import argparse
+
+    from benchmarks.run import RESULTS_DIR, add_results_arguments, results_dir
+
+    parser = argparse.ArgumentParser()
+    add_results_arguments(parser)
+    scratch = results_dir(parser.parse_args([]))
+    assert scratch.is_dir() and scratch.resolve() != RESULTS_DIR.resolve()
+    scratch.rmdir()
+    assert results_dir(parser.parse_args(["--update-results"])) == RESULTS_DIR
+    assert results_dir(parser.parse_args(["--results-dir", str(tmp_path)])) == tmp_path
