@@ -344,3 +344,16 @@ async def test_a_refused_subscription_is_never_ignored(mosquitto: Mosquitto) -> 
                 await received.wait()
     finally:
         await broker.shutdown()
+
+
+async def test_fleet_stats_returns_within_its_wait_while_the_broker_is_down(
+    private_mosquitto: Mosquitto, topics: Topics
+) -> None:
+    async with (
+        messager_for(private_mosquitto.url, topics) as connection,
+        manager_for(connection, topics) as manager,
+    ):
+        private_mosquitto.kill()
+        with anyio.fail_after(5):
+            assert await manager.fleet_stats(wait=0.5) == []
+        private_mosquitto.start()

@@ -68,13 +68,14 @@ class FleetStats:
         request = (answers, expected, done)
         self._open.append(request)
         try:
-            await self._publish(StatsRequestMessage(source=self._source, inbox=self._inbox))
-            if expected:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout_at(give_up):
+            # Within ``wait`` in all: a publish waits for a lost connection to return.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout_at(give_up):
+                    await self._publish(StatsRequestMessage(source=self._source, inbox=self._inbox))
+                    if expected:
                         await done.wait()
-            else:
-                await asyncio.sleep(max(give_up - loop.time(), 0))  # take what answers
+                    else:
+                        await asyncio.sleep(wait)  # nothing registered: take what answers
         finally:
             self._open.remove(request)
         return sorted(answers.values(), key=lambda answer: answer.source or "")
