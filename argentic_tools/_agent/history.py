@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from .._lifecycle import AsyncResource
+from .calls_table import BUSY_TIMEOUT_MS, INSERT, SCHEMA, TRUNCATED, read_calls
 from .observations import Observation
 
 logger = logging.getLogger("argentic_tools.history")
@@ -55,54 +56,11 @@ logger = logging.getLogger("argentic_tools.history")
 DEFAULT_MAX_AGE_SECONDS = 30 * 24 * 3600.0
 """How long :class:`SqliteRecorder` keeps a call by default: 30 days."""
 
-BUSY_TIMEOUT_MS = 10_000
-"""How long a write waits for another process's transaction on the same file."""
-
 TRIM_INTERVAL_SECONDS = 60.0
 """Rows past ``max_age_seconds`` are deleted at least this often while the recorder runs."""
 
 EXIT_WRITE_SECONDS = 5.0
 """How long the interpreter's exit waits for a recorder nobody closed to write its queue."""
-
-TRUNCATED = "__truncated__"
-"""Key of the object that stands for arguments or a result cut at ``max_argument_bytes``."""
-
-_SCHEMA = """
-BEGIN IMMEDIATE;
-CREATE TABLE IF NOT EXISTS calls (
-    id INTEGER PRIMARY KEY,
-    call_id TEXT,
-    task_id TEXT NOT NULL,
-    tool_name TEXT NOT NULL,
-    tool_id TEXT,
-    thread_id TEXT,
-    trace_id TEXT,
-    status TEXT NOT NULL,
-    error_code TEXT,
-    error TEXT,
-    duration_ms REAL NOT NULL,
-    started_at REAL NOT NULL,
-    ended_at REAL NOT NULL,
-    arguments TEXT,
-    result TEXT
-);
-CREATE INDEX IF NOT EXISTS calls_by_time ON calls (ended_at);
-CREATE INDEX IF NOT EXISTS calls_by_tool ON calls (tool_name, ended_at);
-CREATE INDEX IF NOT EXISTS calls_by_thread ON calls (thread_id, ended_at);
-CREATE INDEX IF NOT EXISTS calls_by_status ON calls (status, ended_at);
-COMMIT;
-"""
-
-_INSERT = (
-    "INSERT INTO calls (call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, "
-    "error_code, error, duration_ms, started_at, ended_at, arguments, result) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-_SELECT = (
-    "SELECT call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, error_code, "
-    "duration_ms, arguments, result, error, ended_at FROM calls"
-)
 
 
 @dataclasses.dataclass(slots=True)
@@ -332,7 +290,7 @@ class SqliteRecorder(AsyncResource):
             if str(mode).lower() != "wal":
                 logger.warning("the call history at %s is not in WAL mode (%s)", self.path, mode)
             connection.execute("PRAGMA synchronous = NORMAL")
-            connection.executescript(_SCHEMA)
+            connection.executescript(SCHEMA)
         except BaseException:
             connection.close()
             raise
@@ -397,7 +355,7 @@ class SqliteRecorder(AsyncResource):
                 self._count_dropped(1)
         try:
             connection.execute("BEGIN IMMEDIATE")
-            connection.executemany(_INSERT, rows)
+            connection.executemany(INSERT, rows)
             connection.execute("COMMIT")
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
@@ -500,73 +458,17 @@ class SqliteRecorder(AsyncResource):
         until: float | datetime | None = None,
         limit: int | None = 100,
     ) -> list[Observation]:
-        """The calls kept in the file, newest first (what has been written: see :meth:`flush`).
-
-        Needs no manager and no running recorder: the file is opened read-only for
-        the query. It blocks; from async code, run it in a thread
-        (``await anyio.to_thread.run_sync(partial(recorder.query, tool="add"))``).
-
-        Args:
-            tool: Only calls to this tool name.
-            thread: Only calls made in this conversation thread.
-            outcome: Only calls with this status (``success``, ``error``, ``failed``,
-                ``timeout``, ``cancelled``) or this error code (``not_found``,
-                ``invalid_arguments``, ...).
-            since: Only calls that ended at or after this time (Unix seconds or a
-                datetime; a naive datetime is local time).
-            until: Only calls that ended before this time.
-            limit: The newest calls at most (None: all).
-
-        Raises:
-            FileNotFoundError: There is no file at :attr:`path`.
-            ValueError: The file is not a call history.
-
-        """
-        if not self.path.is_file():
-            raise FileNotFoundError(f"no call history at {self.path}")
-        clauses: list[str] = []
-        parameters: list[Any] = []
-        for clause, value in (
-            ("tool_name = ?", tool),
-            ("thread_id = ?", thread),
-            ("ended_at >= ?", _seconds(since)),
-            ("ended_at < ?", _seconds(until)),
-        ):
-            if value is not None:
-                clauses.append(clause)
-                parameters.append(value)
-        if outcome is not None:
-            clauses.append("(status = ? OR error_code = ?)")
-            parameters += [outcome, outcome]
-        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        sql = f"{_SELECT}{where} ORDER BY ended_at DESC, id DESC LIMIT ?"
-        parameters.append(-1 if limit is None else limit)
-        uri = f"{self.path.resolve().as_uri()}?mode=ro"
-        try:
-            connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
-            try:
-                rows = connection.execute(sql, parameters).fetchall()
-            finally:
-                connection.close()
-        except sqlite3.DatabaseError as exc:
-            raise ValueError(f"{self.path} cannot be read as a call history: {exc}") from None
-        return [_observation(row) for row in rows]
+        """The calls kept in the file, newest first (see :func:`read_calls`)."""
+        return read_calls(
+            self.path,
+            tool=tool,
+            thread=thread,
+            outcome=outcome,
+            since=since,
+            until=until,
+            limit=limit,
+        )
 
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _seconds(moment: float | datetime | None) -> float | None:
-    if isinstance(moment, datetime):
-        return moment.timestamp()
-    return None if moment is None else float(moment)
-
-
-def _observation(row: tuple[Any, ...]) -> Observation:
-    names = [field.name for field in dataclasses.fields(Observation)]
-    values = dict(zip(names, row, strict=True))  # _SELECT's columns, in the fields' order
-    for name in ("arguments", "result"):
-        if values[name] is not None:
-            values[name] = json.loads(values[name])
-    return Observation(**values)

@@ -1,0 +1,137 @@
+"""The calls table of a call history: its schema, and reading it back.
+
+:class:`~argentic_tools.SqliteRecorder` writes one row per call attempt here;
+:func:`read_calls` reads them back without a recorder or a manager (the
+``history`` command, the dashboard).
+"""
+
+import dataclasses
+import json
+import sqlite3
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from .observations import Observation
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a write waits for another process's transaction on the same file."""
+
+TRUNCATED = "__truncated__"
+"""Key of the object that stands for arguments or a result cut at ``max_argument_bytes``."""
+
+SCHEMA = """
+BEGIN IMMEDIATE;
+CREATE TABLE IF NOT EXISTS calls (
+    id INTEGER PRIMARY KEY,
+    call_id TEXT,
+    task_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    tool_id TEXT,
+    thread_id TEXT,
+    trace_id TEXT,
+    status TEXT NOT NULL,
+    error_code TEXT,
+    error TEXT,
+    duration_ms REAL NOT NULL,
+    started_at REAL NOT NULL,
+    ended_at REAL NOT NULL,
+    arguments TEXT,
+    result TEXT
+);
+CREATE INDEX IF NOT EXISTS calls_by_time ON calls (ended_at);
+CREATE INDEX IF NOT EXISTS calls_by_tool ON calls (tool_name, ended_at);
+CREATE INDEX IF NOT EXISTS calls_by_thread ON calls (thread_id, ended_at);
+CREATE INDEX IF NOT EXISTS calls_by_status ON calls (status, ended_at);
+COMMIT;
+"""
+
+INSERT = (
+    "INSERT INTO calls (call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, "
+    "error_code, error, duration_ms, started_at, ended_at, arguments, result) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+SELECT = (
+    "SELECT call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, error_code, "
+    "duration_ms, arguments, result, error, ended_at FROM calls"
+)
+
+
+def read_calls(
+    path: Path,
+    *,
+    tool: str | None = None,
+    thread: str | None = None,
+    outcome: str | None = None,
+    since: float | datetime | None = None,
+    until: float | datetime | None = None,
+    limit: int | None = 100,
+) -> list[Observation]:
+    """The calls kept in the history file ``path``, newest first (as written so far).
+
+    Needs no manager and no running recorder: the file is opened read-only for
+    the query. It blocks; from async code, run it in a thread
+    (``await anyio.to_thread.run_sync(partial(recorder.query, tool="add"))``).
+
+    Args:
+        path: The history file (opened read-only).
+        tool: Only calls to this tool name.
+        thread: Only calls made in this conversation thread.
+        outcome: Only calls with this status (``success``, ``error``, ``failed``,
+            ``timeout``, ``cancelled``) or this error code (``not_found``,
+            ``invalid_arguments``, ...).
+        since: Only calls that ended at or after this time (Unix seconds or a
+            datetime; a naive datetime is local time).
+        until: Only calls that ended before this time.
+        limit: The newest calls at most (None: all).
+
+    Raises:
+        FileNotFoundError: There is no file at ``path``.
+        ValueError: The file is not a call history.
+
+    """
+    if not path.is_file():
+        raise FileNotFoundError(f"no call history at {path}")
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    for clause, value in (
+        ("tool_name = ?", tool),
+        ("thread_id = ?", thread),
+        ("ended_at >= ?", _seconds(since)),
+        ("ended_at < ?", _seconds(until)),
+    ):
+        if value is not None:
+            clauses.append(clause)
+            parameters.append(value)
+    if outcome is not None:
+        clauses.append("(status = ? OR error_code = ?)")
+        parameters += [outcome, outcome]
+    where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+    sql = f"{SELECT}{where} ORDER BY ended_at DESC, id DESC LIMIT ?"
+    parameters.append(-1 if limit is None else limit)
+    uri = f"{path.resolve().as_uri()}?mode=ro"
+    try:
+        connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
+        try:
+            rows = connection.execute(sql, parameters).fetchall()
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        raise ValueError(f"{path} cannot be read as a call history: {exc}") from None
+    return [_observation(row) for row in rows]
+
+
+def _seconds(moment: float | datetime | None) -> float | None:
+    if isinstance(moment, datetime):
+        return moment.timestamp()
+    return None if moment is None else float(moment)
+
+
+def _observation(row: tuple[Any, ...]) -> Observation:
+    names = [field.name for field in dataclasses.fields(Observation)]
+    values = dict(zip(names, row, strict=True))  # SELECT's columns, in the fields' order
+    for name in ("arguments", "result"):
+        if values[name] is not None:
+            values[name] = json.loads(values[name])
+    return Observation(**values)
