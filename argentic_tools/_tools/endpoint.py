@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import functools
 import inspect
-import json
 import logging
 import time
 import traceback
@@ -26,7 +25,6 @@ from .._protocol.messages import (
     PROTOCOL_VERSION,
     BaseMessage,
     RegisterToolMessage,
-    TaskErrorMessage,
     TaskMessage,
     TaskResultMessage,
     TaskStatus,
@@ -54,6 +52,7 @@ from .._telemetry import (
 from .._transport import IncomingMessage, Messager
 from .context import ToolContext, set_current_context
 from .control import CallControl, collect_chunks
+from .replies import error_reply
 from .stats import ToolCounters
 from .status import StatusRouter
 from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
@@ -567,37 +566,17 @@ class ToolEndpoint:
         details: Any = None,
         trace: str | None = None,
     ) -> bytes:
-        status = {"cancelled": TaskStatus.CANCELLED, "timeout": TaskStatus.TIMEOUT}.get(
-            code, TaskStatus.FAILED
-        )
-        message = TaskErrorMessage(
-            task_id=task.task_id,
+        return error_reply(
+            task,
             tool_id=self.tool_id,
             tool_name=self.tool.name,
-            arguments=task.arguments,
-            call_id=task.call_id,
-            status=status,
-            error=f"Tool '{self.tool.name}' failed: {text}",
-            error_code=code,
-            details=_jsonable(details),
-            traceback=trace,
             source=self.messager.client_id,
+            max_bytes=self.messager.max_payload_bytes,
+            text=text,
+            code=code,
+            details=details,
+            trace=trace,
         )
-        data = encode(message)
-        if len(data) <= self.messager.max_payload_bytes:
-            return data
-        # An error quoting a huge input must still reach its caller: keep the start of
-        # the text, say that it was cut, and drop the echoed arguments and details.
-        shown = message.error[:ERROR_TEXT_LIMIT]
-        message.error = (
-            f"{shown}... (truncated: the error was {len(message.error):,} characters and "
-            f"the reply {len(data):,} bytes, over the {self.messager.max_payload_bytes:,}-byte "
-            "limit)"
-        )
-        message.arguments = None
-        message.details = None
-        message.traceback = None if trace is None else trace[-ERROR_TEXT_LIMIT:]
-        return encode(message)
 
     async def _publish_reply(self, reply: bytes, task: TaskMessage, deadline: float | None) -> None:
         # Wait for a lost connection to come back, but not past the caller's patience.
@@ -625,9 +604,6 @@ class ToolEndpoint:
 EARLY_TASKS = 256
 """Tasks a tool with a pinned id keeps while no manager has accepted it as the holder."""
 
-ERROR_TEXT_LIMIT = 4096
-"""Characters of an error text kept when the whole reply would exceed the payload limit."""
-
 
 def registration_topic(topics: Topics, messager: Messager, owner: str | None = None) -> str:
     """The topic a tool process registers on: its own when it has a broker user.
@@ -647,13 +623,3 @@ def registration_topic(topics: Topics, messager: Messager, owner: str | None = N
 def _patience(deadline: float | None) -> float:
     """How long a reply may wait for the connection: the caller's time left, plus a margin."""
     return 30.0 if deadline is None else max(deadline - time.monotonic(), 0) + 5
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None:
-        return None
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
-    return value
