@@ -45,8 +45,12 @@ PASSWORDS = {
 }
 
 
-def derive_config(port: int, password_file: Path) -> str:
-    """The shipped secure configuration, rewritten to run inside a test."""
+def derive_config(port: int, password_file: Path, *, stay_who_we_are: bool = True) -> str:
+    """The shipped secure configuration, rewritten to run inside a test.
+
+    With ``stay_who_we_are`` false, a broker started as root becomes the `mosquitto`
+    user before it reads the password file, as it does in the image.
+    """
     replacements = {
         "listener 1883": f"listener {port} 127.0.0.1",
         "password_file": f"password_file {password_file}",
@@ -67,9 +71,10 @@ def derive_config(port: int, password_file: Path) -> str:
             lines.append(kept)
     # Fail loudly when the shipped file changes shape, instead of testing something else.
     assert seen == set(replacements), f"not found in {SECURE_CONF.name}: {set(replacements) - seen}"
-    # Started as root, mosquitto switches to the `mosquitto` user before it reads the
-    # password file, which that user cannot reach under tmp_path: stay who we are.
-    lines.append(f"user {pwd.getpwuid(os.geteuid()).pw_name}")
+    if stay_who_we_are:
+        # Started as root, mosquitto switches to the `mosquitto` user before it reads
+        # the password file, which that user cannot reach under tmp_path.
+        lines.append(f"user {pwd.getpwuid(os.geteuid()).pw_name}")
     return "\n".join(lines) + "\n"
 
 
@@ -281,6 +286,7 @@ def test_acl_gives_each_tool_only_its_own_topics() -> None:
         ("write", "agent/tools/register/%u/#"),
         ("read", "agent/status/info/%c"),
     }
+    assert rules.pop("health") == {("read", "$SYS/broker/uptime")}
     assert rules.pop("agent") == {
         ("write", "agent/tools/call/#"),
         ("read", "agent/tools/register/#"),
@@ -319,7 +325,7 @@ def documented_commands() -> dict[str, list[str]]:
         if line.startswith("#"):
             comment.append(line.removeprefix("#").strip())
             continue
-        if line.startswith("user ") and line != "user agent":
+        if line.startswith("user ") and line not in ("user agent", "user health"):
             text = " ".join(comment).replace("\\ ", "")
             assert "python -m " in text, f"no command above {line!r}"
             commands[line.split()[1]] = shlex.split(text[text.index("python -m ") :])
