@@ -13,6 +13,7 @@ container paths and the broker address mapped to this machine:
    .env.secure, registers its tools, and a manager logged in as `agent` calls each.
 """
 
+import json
 import os
 import pwd
 import re
@@ -257,3 +258,14 @@ async def test_every_tool_service_registers_and_answers(stack: Stack) -> None:
                 result = await manager.execute_tool(tool_id, arguments, timeout=TIMEOUT)
             assert isinstance(result, TaskResultMessage), result
             assert result.tool_id == tool_id
+    # The command line as docs/security.md shows it: credentials in the environment.
+    with anyio.fail_after(TIMEOUT * 3):
+        listed = await anyio.run_process(
+            [str(Path(sys.executable).parent / "argentic-tools"), "list", "--json", "--wait", "3"],
+            env={**uncovered_env(), "ARGENTIC_TOOLS_BROKER": url},
+            check=False,
+        )
+    assert listed.returncode == 0, listed.stderr.decode()
+    assert sorted(row["id"] for row in json.loads(listed.stdout)) == sorted(
+        tool_id for tool_id, _ in CALLS
+    )
