@@ -4,9 +4,11 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks._chart import cdf_svg
 from benchmarks._stats import fmt, fmt_range, median, ratio
 
 IMPL_ORDER = ("floor", "ours", "ours-basetool", "argentic")
+CDF_FILE = "latency_cdf.svg"  # beside latest.md, which links it
 TITLES = {
     "a": "(a) Sequential latency",
     "b": "(b) Throughput, batches of {batch} through get_tool_results",
@@ -42,6 +44,30 @@ def _failed(rows: list[dict[str, Any]]) -> str:
     if errors:
         text += f" + {len(errors)} run(s) aborted: {errors[0][:80]}"
     return text
+
+
+def sequential_latencies(results: list[dict[str, Any]]) -> dict[str, list[float]]:
+    """Scenario (a)'s per-call latencies in ms, every repetition pooled, per implementation."""
+    series: dict[str, list[float]] = {}
+    for impl in IMPL_ORDER:
+        pooled = [v for r in _select(results, "a", impl) for v in r.get("latencies_ms", [])]
+        if pooled:
+            series[impl] = pooled
+    return series
+
+
+def latency_chart(data: dict[str, Any]) -> str | None:
+    """The SVG of scenario (a)'s latency CDFs, or None when (a) has no latencies to draw."""
+    series = sequential_latencies(data["results"])
+    if not series:
+        return None
+    cfg = data["config"]
+    reps = "1 repetition" if cfg["reps"] == 1 else f"{cfg['reps']} repetitions"
+    return cdf_svg(
+        series,
+        f"{TITLES['a']}: {reps} of {cfg['sequential']} echo calls per implementation",
+        "empirical CDF of every call; further left is faster, the top of a line is its tail",
+    )
 
 
 class Verdicts:
@@ -155,6 +181,16 @@ def build_markdown(data: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             "p50 latency",
         )
         out.append("")
+        if sequential_latencies(results):
+            out += [
+                f"![Empirical CDF of the per-call latencies in (a), one line per "
+                f"implementation]({CDF_FILE})",
+                "",
+                "Every call of every repetition: the fraction of calls (y) that took at most a "
+                "given latency (x, log scale); further left is faster, and the top of a line is "
+                "its tail. The raw values are `latencies_ms` in `latest.json`.",
+                "",
+            ]
 
     for scenario in ("b", "c"):
         if scenario not in present:

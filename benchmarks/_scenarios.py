@@ -2,7 +2,10 @@
 
 A record is ``{"scenario", "impl", "rep", "calls", "ok", "failed", "error", "metrics"}``;
 ``failed`` counts every call that timed out, failed or came back wrong, and a tool
-that never became visible in the registration scenario.
+that never became visible in the registration scenario. Where each call is timed on its
+own, the record also keeps every call's latency in ms, in call order, rounded to
+``LATENCY_DIGITS`` decimals (a failed call's time included): ``latencies_ms`` in (a),
+``typed_latencies_ms`` and ``empty_latencies_ms`` in (f).
 """
 
 import asyncio
@@ -17,6 +20,13 @@ from argentic_tools._protocol.validation import SchemaValidator
 from benchmarks._impls import Impl, Ours
 from benchmarks._procs import Children
 from benchmarks._stats import median, percentile
+
+LATENCY_DIGITS = 3  # µs resolution: finer than the floor's ~0.2 ms, coarser than timer noise
+
+
+def raw_latencies(latencies: list[float]) -> list[float]:
+    """Per-call latencies as kept in the JSON output: ms rounded to ``LATENCY_DIGITS``."""
+    return [round(value, LATENCY_DIGITS) for value in latencies]
 
 
 @dataclass
@@ -65,7 +75,7 @@ def failed_record(scenario: str, impl: str, rep: int, calls: int, error: str) ->
 
 
 async def sequential(impl: Impl, rep: int, n: int, tool: str = "echo") -> dict[str, Any]:
-    """(a) ``n`` calls one after the other: latency percentiles in ms."""
+    """(a) ``n`` calls one after the other: latency percentiles and every call's latency, ms."""
     gc.collect()
     latencies: list[float] = []
     ok = 0
@@ -81,7 +91,9 @@ async def sequential(impl: Impl, rep: int, n: int, tool: str = "echo") -> dict[s
         "mean_ms": sum(latencies) / len(latencies),
         "max_ms": max(latencies),
     }
-    return record("a", impl.name, rep, n, ok, metrics)
+    out = record("a", impl.name, rep, n, ok, metrics)
+    out["latencies_ms"] = raw_latencies(latencies)
+    return out
 
 
 async def throughput(
@@ -267,4 +279,7 @@ async def validation(ctx: Context, rep: int) -> dict[str, Any]:
         "validator_typed_pct": 100 * typed_us / (typed_p50 * 1000),
     }
     calls = len(typed) + len(empty)
-    return record("f", "ours", rep, calls, ok, metrics)
+    out = record("f", "ours", rep, calls, ok, metrics)
+    out["typed_latencies_ms"] = raw_latencies(typed)
+    out["empty_latencies_ms"] = raw_latencies(empty)
+    return out

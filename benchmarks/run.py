@@ -3,8 +3,9 @@
 Starts one mosquitto on a free 127.0.0.1 port, a raw aiomqtt responder (the floor),
 argentic-tools tool processes and, when argentic is importable, an argentic 0.16 tool
 process; measures the scenarios below with interleaved repetitions; prints a Markdown
-report and writes ``latest.md`` and ``latest.json`` to a new scratch directory (its
-path is printed), or to ``benchmarks/results/`` with ``--update-results``.
+report and writes ``latest.md``, ``latest.json`` and (with a) ``latency_cdf.svg`` to a
+new scratch directory (its path is printed), or to ``benchmarks/results/`` with
+``--update-results``.
 
   a  sequential latency (p50/p95/p99)        d  10,000 calls in flight (ours)
   b  throughput, batches of 100              e  1,000 tools registering at once (ours)
@@ -20,6 +21,7 @@ import asyncio
 import json
 import os
 import platform
+import re
 import signal
 import sys
 import tempfile
@@ -340,10 +342,30 @@ def summary(result: dict[str, Any]) -> str:
     return text + lost
 
 
-def write_outputs(directory: Path, markdown: str, data: dict[str, Any]) -> None:
+_NUMBER = r"-?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|NaN|Infinity)"
+# A list of numbers as indented json.dumps lays it out; a string never holds a raw newline.
+_NUMBER_LIST = re.compile(rf"\[\n\s*({_NUMBER}(?:,\n\s*{_NUMBER})*)\n\s*\]")
+
+
+def to_json(data: dict[str, Any]) -> str:
+    """Indented JSON with each list of numbers on one line (the raw latencies run to 1000s)."""
+    text = json.dumps(data, indent=2, default=str)
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(re.split(r",\s*", m[1])) + "]", text)
+
+
+def write_outputs(
+    directory: Path, markdown: str, data: dict[str, Any], chart: str | None = None
+) -> None:
+    """``latest.md``, ``latest.json`` and the latency chart; a chart from an older run goes."""
+    from benchmarks._report import CDF_FILE
+
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "latest.md").write_text(markdown)
-    (directory / "latest.json").write_text(json.dumps(data, indent=2, default=str) + "\n")
+    (directory / "latest.json").write_text(to_json(data) + "\n")
+    if chart is None:
+        (directory / CDF_FILE).unlink(missing_ok=True)
+    else:
+        (directory / CDF_FILE).write_text(chart, encoding="utf-8")
 
 
 class InterruptedRunError(Exception):
@@ -436,7 +458,7 @@ def main(argv: list[str] | None = None) -> int:
         broker.stop()
         signal.signal(signal.SIGTERM, previous)
     machine["load_after"] = list(os.getloadavg())
-    from benchmarks._report import build_markdown
+    from benchmarks._report import CDF_FILE, build_markdown, latency_chart
 
     data: dict[str, Any] = {
         "started": started_at,
@@ -464,8 +486,10 @@ def main(argv: list[str] | None = None) -> int:
     markdown, targets = build_markdown(data)
     data["targets"] = targets
     print(markdown)
-    write_outputs(args.results_dir, markdown, data)
-    log(f"written: {args.results_dir / 'latest.md'} and latest.json")
+    chart = latency_chart(data)
+    write_outputs(args.results_dir, markdown, data, chart)
+    also = f", {CDF_FILE}" if chart is not None else ""
+    log(f"written: {args.results_dir / 'latest.md'}, latest.json{also}")
     return 0
 
 
