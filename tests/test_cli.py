@@ -277,6 +277,25 @@ async def test_call_of_an_unknown_tool_exits_1_with_one_line(
     assert "Registered: echo, sleep." in line
 
 
+async def test_call_by_the_name_the_exports_gave_with_typed_pairs(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    async with cli_process(
+        "serve", "tests.tool_proc:email_sender", *connection(mosquitto.url, prefix)
+    ):
+        completed = await run_cli(
+            "call",
+            "Email_Sender",  # what describe --format openai calls "Email Sender"
+            "to=ana",
+            "copies=2",  # typed by the schema: an integer, not the string "2"
+            "--wait",
+            "5",
+            *connection(mosquitto.url, prefix),
+        )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout) == "sent to ana x2"
+
+
 async def test_call_against_an_unreachable_broker_exits_2_with_one_line(prefix: str) -> None:
     port = free_port()
     completed = await run_cli("call", "echo", "{}", *connection(f"mqtt://127.0.0.1:{port}", prefix))

@@ -72,6 +72,12 @@ def count() -> int:
 TOOLS = [echo, sleep, fail, crash, unserialisable, whoami, count]
 
 
+@tool(name="Email Sender")
+def email_sender(to: str, copies: int = 1) -> str:
+    """Pretend to send an email (a name with a space: exports spell it Email_Sender)."""
+    return f"sent to {to} x{copies}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the test tools until SIGTERM/SIGINT."""
     serve_main(TOOLS, argv, prog="tests.tool_proc")
