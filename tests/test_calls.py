@@ -23,7 +23,7 @@ from argentic_tools import (
 )
 
 from .brokers import Mosquitto
-from .conftest import ToolProcess, ready
+from .conftest import ToolProcess, manager_for, messager_for, ready
 from .observers import Rendezvous
 
 pytestmark = pytest.mark.anyio
@@ -50,6 +50,22 @@ async def test_execute_tool_by_id_works_like_by_name(
     assert manager.tools_by_id[info.id]["name"] == "echo"
     assert manager.tools_by_name["echo"]["id"] == info.id
     assert json.loads(manager.tools_by_id[info.id]["parameters"])["required"] == ["message"]
+
+
+async def test_a_call_made_as_the_manager_starts_finds_the_running_tool(
+    manager: ToolManager, tool_process: ToolProcess, mosquitto: Mosquitto, topics: Topics
+) -> None:
+    await ready(manager, ("echo",))  # the tool is up before the new manager starts
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics) as fresh,
+    ):
+        # No wait_for_tool: the manager waits (up to STARTUP_SETTLE_SECONDS) for the
+        # fleet to answer its announcement before it would answer not_found.
+        with anyio.fail_after(15):
+            result = await fresh.execute_tool("echo", {"message": "first"}, timeout=10)
+    assert result.ok, result
+    assert result.result == "first"
 
 
 async def test_execute_tool_with_unknown_name_returns_not_found_error(
