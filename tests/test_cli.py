@@ -296,6 +296,21 @@ async def test_call_by_the_name_the_exports_gave_with_typed_pairs(
     assert json.loads(completed.stdout) == "sent to ana x2"
 
 
+async def test_call_debug_shows_the_tools_own_traceback(mosquitto: Mosquitto, prefix: str) -> None:
+    # A tool process run with --debug sends the traceback of an unexpected exception.
+    serve = ("serve", "tests.tool_proc:crash", "--debug", *connection(mosquitto.url, prefix))
+    async with cli_process(*serve):
+        call = ("call", "crash", "--wait", "5", *connection(mosquitto.url, prefix))
+        plain = await run_cli(*call)
+        debug = await run_cli(*call, "--debug")
+    assert plain.returncode == debug.returncode == 1
+    assert "division by zero" in one_error_line(plain)
+    errors = debug.stderr.decode()
+    assert "Traceback" in errors
+    assert "tool_proc.py" in errors and "ZeroDivisionError" in errors  # the tool's frames
+    assert "argentic_tools/cli" not in errors  # not the command line's own
+
+
 async def test_call_against_an_unreachable_broker_exits_2_with_one_line(prefix: str) -> None:
     port = free_port()
     completed = await run_cli("call", "echo", "{}", *connection(f"mqtt://127.0.0.1:{port}", prefix))
