@@ -72,8 +72,14 @@ class Pending:
     arguments: Any
     wait: float | None
     """Seconds the caller waits in all (None: only an idle timeout applies)."""
-    task: bytes
-    """The encoded task, for sending it again."""
+    spec: CallSpec
+    """The call as the caller made it (its ids, context and trace context go in the task)."""
+    timestamp: float
+    """When the task was built (``time.time()``): its ``timestamp``, and with ``wait``
+    its ``deadline``."""
+    task: bytes | None = None
+    """The encoded task until its first publish; then None (:meth:`CallBook.encoded`
+    builds the same bytes again for a resend)."""
     label: str | None = None
     """The caller's ``task_id_override``: shown as the result's task id, never sent."""
     window: Window | None = None
@@ -216,37 +222,12 @@ class CallBook:
                 "timeout",
                 status=TaskStatus.TIMEOUT,
             )
-        # Only the encoded bytes are kept while the call waits: the model would cost
-        # ~1.5 KB per pending call for nothing.
-        # model_construct: every value here is already checked, and unset fields keep
-        # their defaults.
-        now = time.time()
+        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
+        pending = Pending(
+            future, entry, task_id, arguments, wait, spec, time.time(), label=label, watch=watch
+        )
         try:
-            payload = encode(
-                TaskMessage.model_construct(
-                    source=self.source,
-                    timestamp=now,
-                    message_id=task_id,
-                    task_id=task_id,
-                    tool_id=info.id,
-                    tool_name=info.name,
-                    arguments=arguments,
-                    call_id=spec.call_id,
-                    timeout_seconds=wait,
-                    deadline=None if wait is None else now + wait,
-                    context=context,
-                    report_progress=True if watch is not None and watch.wants_progress else None,
-                    stream=True if watch is not None and watch.streams else None,
-                    traceparent=spec.traceparent,
-                    tracestate=spec.tracestate,
-                    reply_to=(
-                        # Plain Argentic tools answer on the shared topic whatever it says.
-                        None
-                        if self.reply_topic is None or entry.protocol is None
-                        else self.reply_topic(info.id)
-                    ),
-                )
-            )
+            pending.task = self.encoded(pending)
         except (ValueError, TypeError, RecursionError) as exc:
             # Values the checks above let through but JSON cannot carry (NaN is refused
             # by the schema check only where the schema says number).
@@ -259,10 +240,63 @@ class CallBook:
                 f"{str(exc).splitlines()[0][:200]}",
                 "invalid_arguments",
             )
-        future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        pending = Pending(future, entry, task_id, arguments, wait, payload, label, watch=watch)
         self.pending[task_id] = pending
         return pending
+
+    def encoded(self, call: Pending) -> bytes:
+        """The task of ``call`` as JSON: the same bytes each time, to send it again.
+
+        Only these bytes are kept, and only until the first publish: the model would
+        cost ~1.5 KB per pending call, the bytes ~0.5 KB, and both are rebuilt from what
+        the call keeps anyway.
+
+        Raises:
+            ValueError: The arguments cannot be sent as JSON (also TypeError,
+                RecursionError).
+
+        """
+        # model_construct: every value here is already checked, and unset fields keep
+        # their defaults.
+        spec, info, watch, wait, now = (
+            call.spec,
+            call.entry.info,
+            call.watch,
+            call.wait,
+            call.timestamp,
+        )
+        return encode(
+            TaskMessage.model_construct(
+                source=self.source,
+                timestamp=now,
+                message_id=call.task_id,
+                task_id=call.task_id,
+                tool_id=info.id,
+                tool_name=info.name,
+                arguments=call.arguments,
+                call_id=spec.call_id,
+                timeout_seconds=wait,
+                deadline=None if wait is None else now + wait,
+                context=spec.context,
+                report_progress=True if watch is not None and watch.wants_progress else None,
+                stream=True if watch is not None and watch.streams else None,
+                traceparent=spec.traceparent,
+                tracestate=spec.tracestate,
+                reply_to=(
+                    # Plain Argentic tools answer on the shared topic whatever it says.
+                    None
+                    if self.reply_topic is None or call.entry.protocol is None
+                    else self.reply_topic(info.id)
+                ),
+            )
+        )
+
+    def unload(self, call: Pending) -> bytes:
+        """The encoded task for its first publish; the call keeps it no longer."""
+        task = call.task
+        if task is None:
+            return self.encoded(call)
+        call.task = None
+        return task
 
     async def take_slot(self, call: Pending) -> None:
         """Wait until the tool instance has room for one more task (see :class:`Window`)."""

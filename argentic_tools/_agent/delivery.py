@@ -7,6 +7,7 @@ manager owns, so closing the manager waits for it briefly instead of dropping it
 
 import asyncio
 import logging
+import sys
 from typing import Any
 
 from .._lifecycle import TaskSet
@@ -60,7 +61,8 @@ class Delivery:
                 await self.registry.changed()
                 continue
             sent_on = self.messager.connections
-            await self.messager.publish(self.topics.call(tool_id), task)
+            # One topic string for all the tasks queued to a tool, not one per task.
+            await self.messager.publish(sys.intern(self.topics.call(tool_id)), task)
             if current.epoch is None or current.epoch >= self.messager.connections:
                 return sent_on
 

@@ -196,7 +196,7 @@ class Membership:
         """
         topic = self.topics.call(entry.info.id)
         for pending in self.calls.lost(entry):
-            self._tasks.spawn(self._publish_quietly(topic, pending.task), "resend")
+            self._tasks.spawn(self._resend(topic, pending), "resend")
 
     @property
     def addressed_filters(self) -> list[str]:
@@ -398,7 +398,7 @@ class Membership:
                 len(waiting),
             )
         for pending in waiting:
-            self._tasks.spawn(self._publish_quietly(topic, pending.task), "resend")
+            self._tasks.spawn(self._resend(topic, pending), "resend")
 
     def _remove(self, entry: Entry, reason: str) -> None:
         if not self.registry.remove(entry):
@@ -426,6 +426,10 @@ class Membership:
 
     async def _publish_status(self, message: Any) -> None:
         await self._publish_quietly(self.topics.status, message)
+
+    async def _resend(self, topic: str, pending: Pending) -> None:
+        # Encoded here, not kept: a pending call holds no bytes once its task is sent.
+        await self._publish_quietly(topic, self.calls.encoded(pending))
 
     async def _publish_quietly(self, topic: str, message: Any) -> None:
         await publish_quietly(self.messager, self.logger, topic, message)

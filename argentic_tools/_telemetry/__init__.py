@@ -6,6 +6,8 @@ few microseconds per call. :func:`start_metrics_server` installs the SDK's Prome
 reader and serves ``/metrics``.
 """
 
+from opentelemetry.trace import Span
+
 from .metrics import CallerMetrics, ToolMetrics, connection_reconnected
 from .prometheus import start_metrics_server
 from .tracing import (
@@ -19,6 +21,7 @@ from .tracing import (
 
 __all__ = [
     "CallerMetrics",
+    "Span",
     "ToolMetrics",
     "call_span",
     "connection_reconnected",
