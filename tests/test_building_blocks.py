@@ -19,6 +19,7 @@ from argentic_tools import (
 from argentic_tools._logging import DropLog, parse_log_level
 from argentic_tools._protocol.topics import is_valid_tool_id, tool_name_problem, topic_problem
 from argentic_tools._transport import topic_matches as _matches
+from argentic_tools._transport.routing import IncomingMessage, Subscriptions
 
 from .brokers import Mosquitto
 from .conftest import messager_for
@@ -163,6 +164,23 @@ def test_topic_prefix_is_validated_and_applied() -> None:
 )
 def test_topic_filters_match_like_mqtt(topic_filter: str, topic: str, expected: bool) -> None:
     assert _matches(topic_filter, topic) is expected
+
+
+def test_the_routing_table_forgets_remembered_matches_when_it_changes() -> None:
+    table = Subscriptions()
+
+    def first(message: IncomingMessage) -> None: ...
+
+    def second(message: IncomingMessage) -> None: ...
+
+    table.add("r/+", first)
+    assert list(table.handlers_for("r/x")) == [first]
+    assert list(table.handlers_for("r/x")) == [first]  # remembered
+    table.add("r/#", second)
+    assert list(table.handlers_for("r/x")) == [first, second]
+    table.remove("r/+", first)
+    assert list(table.handlers_for("r/x")) == [second]
+    assert list(table.handlers_for("s/x")) == []
 
 
 def test_drop_log_is_rate_limited(caplog: pytest.LogCaptureFixture) -> None:

@@ -42,16 +42,27 @@ def topic_matches(topic_filter: str, topic: str) -> bool:
     return len(filter_levels) == len(topic_levels)
 
 
+MATCH_CACHE_SIZE = 4096
+"""Topics whose wildcard handlers are remembered; the memory starts over when full."""
+
+
 class Subscriptions:
-    """Handlers by topic filter; several handlers may share one filter."""
+    """Handlers by topic filter; several handlers may share one filter.
+
+    The wildcard handlers of each topic seen are remembered until the table changes:
+    results arrive on a few topics over and over, and matching every filter level by
+    level cost more per message than the rest of the routing.
+    """
 
     def __init__(self) -> None:
         self._exact: dict[str, list[Handler]] = {}
         self._wildcard: list[tuple[str, Handler]] = []
+        self._matched: dict[str, tuple[Handler, ...]] = {}
 
     def add(self, topic: str, handler: Handler) -> bool:
         """Add ``handler`` for ``topic``; True when no handler had this filter before."""
         is_new = not self.has(topic)
+        self._matched.clear()
         if "+" in topic or "#" in topic:
             self._wildcard.append((topic, handler))
         else:
@@ -60,6 +71,7 @@ class Subscriptions:
 
     def remove(self, topic: str, handler: Handler | None = None) -> bool:
         """Remove ``handler`` (every handler when None); True when the filter has none left."""
+        self._matched.clear()
         if topic in self._exact:
             handlers = [h for h in self._exact[topic] if handler is not None and h != handler]
             if handlers:
@@ -84,6 +96,10 @@ class Subscriptions:
     def handlers_for(self, topic: str) -> Iterator[Handler]:
         """The handlers a message on ``topic`` goes to, in subscription order per kind."""
         yield from self._exact.get(topic, ())
-        for topic_filter, handler in self._wildcard:
-            if topic_matches(topic_filter, topic):
-                yield handler
+        matched = self._matched.get(topic)
+        if matched is None:
+            if len(self._matched) >= MATCH_CACHE_SIZE:
+                self._matched.clear()
+            matched = tuple(h for f, h in self._wildcard if topic_matches(f, topic))
+            self._matched[topic] = matched
+        yield from matched
