@@ -1,11 +1,13 @@
 """Wire messages: what is parsed, what is refused, and the public namespace."""
 
 import json
+from typing import Any
 
 import pytest
 
 import argentic_tools
 from argentic_tools import (
+    CallContext,
     ProtocolError,
     RegisterToolMessage,
     TaskErrorMessage,
@@ -18,6 +20,7 @@ from argentic_tools import (
     ToolTimeoutError,
     parse_message,
 )
+from argentic_tools._protocol.encoding import encode_fields
 from argentic_tools._protocol.messages import encode
 
 
@@ -129,3 +132,43 @@ def test_tool_call_request_defaults() -> None:
     request = ToolCallRequest(tool_id="x")
     assert request.arguments == {}
     assert request.timeout is None
+
+
+# -- encode_fields: the task's JSON without building the model ---------------------------------
+
+TASK_VALUES: list[dict[str, Any]] = [
+    {"tool_id": "t", "tool_name": "e", "task_id": "x", "message_id": "x", "timestamp": 2.0},
+    {
+        "tool_id": "t",
+        "tool_name": "echo",
+        "task_id": "x",
+        "message_id": "x",
+        "source": "s",
+        "timestamp": 1.5,
+        "arguments": {"text": "é", "none": None, "deep": {"a": [1, None, float("nan")]}},
+        "call_id": "c",
+        "timeout_seconds": 30.0,
+        "deadline": 31.5,
+        "context": CallContext(thread_id="t1"),
+        "report_progress": True,
+        "stream": True,
+        "reply_to": "agent/tools/response/t/me",
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "tracestate": "k=v",
+    },
+]
+
+
+@pytest.mark.parametrize("values", TASK_VALUES)
+def test_encode_fields_writes_the_bytes_encode_writes(values: dict[str, Any]) -> None:
+    assert encode_fields(TaskMessage, values) == encode(TaskMessage.model_construct(**values))
+
+
+def test_encode_fields_fills_defaults_and_refuses_unknown_fields() -> None:
+    written = json.loads(encode_fields(TaskMessage, {"tool_id": "t", "tool_name": "n"}))
+    assert written["type"] == "TASK" and written["dry_run"] is False
+    assert len(written["task_id"]) >= 16 and isinstance(written["timestamp"], float)
+    with pytest.raises(KeyError, match="no field nonsense"):
+        encode_fields(TaskMessage, {"tool_id": "t", "tool_name": "n", "nonsense": 1})
+    with pytest.raises(ValueError, match="Unable to serialize"):
+        encode_fields(TaskMessage, {"tool_id": "t", "tool_name": "n", "arguments": {"o": object()}})

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._errors import PayloadTooLargeError
+from .._protocol.encoding import encode_fields
 from .._protocol.messages import (
     CallContext,
     TaskErrorMessage,
@@ -25,7 +26,6 @@ from .._protocol.messages import (
     ToolPartialMessage,
     ToolProgressMessage,
     ToolResult,
-    encode,
 )
 from .._protocol.validation import describe_problems
 from .arguments import unsendable, without_skipped_nulls
@@ -255,8 +255,7 @@ class CallBook:
                 RecursionError).
 
         """
-        # model_construct: every value here is already checked, and unset fields keep
-        # their defaults.
+        # Every value here is already checked; unset fields keep their defaults.
         spec, info, watch, wait, now = (
             call.spec,
             call.entry.info,
@@ -264,30 +263,31 @@ class CallBook:
             call.wait,
             call.timestamp,
         )
-        return encode(
-            TaskMessage.model_construct(
-                source=self.source,
-                timestamp=now,
-                message_id=call.task_id,
-                task_id=call.task_id,
-                tool_id=info.id,
-                tool_name=info.name,
-                arguments=call.arguments,
-                call_id=spec.call_id,
-                timeout_seconds=wait,
-                deadline=None if wait is None else now + wait,
-                context=spec.context,
-                report_progress=True if watch is not None and watch.wants_progress else None,
-                stream=True if watch is not None and watch.streams else None,
-                traceparent=spec.traceparent,
-                tracestate=spec.tracestate,
-                reply_to=(
-                    # Plain Argentic tools answer on the shared topic whatever it says.
+        return encode_fields(
+            TaskMessage,
+            {
+                "source": self.source,
+                "timestamp": now,
+                "message_id": call.task_id,
+                "task_id": call.task_id,
+                "tool_id": info.id,
+                "tool_name": info.name,
+                "arguments": call.arguments,
+                "call_id": spec.call_id,
+                "timeout_seconds": None if wait is None else float(wait),
+                "deadline": None if wait is None else now + wait,
+                "context": spec.context,
+                "report_progress": True if watch is not None and watch.wants_progress else None,
+                "stream": True if watch is not None and watch.streams else None,
+                "traceparent": spec.traceparent,
+                "tracestate": spec.tracestate,
+                # Plain Argentic tools answer on the shared topic whatever it says.
+                "reply_to": (
                     None
                     if self.reply_topic is None or call.entry.protocol is None
                     else self.reply_topic(info.id)
                 ),
-            )
+            },
         )
 
     def unload(self, call: Pending) -> bytes:
