@@ -4,6 +4,7 @@ import json
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import argentic_tools
 from argentic_tools import (
@@ -172,3 +173,35 @@ def test_encode_fields_fills_defaults_and_refuses_unknown_fields() -> None:
         encode_fields(TaskMessage, {"tool_id": "t", "tool_name": "n", "nonsense": 1})
     with pytest.raises(ValueError, match="Unable to serialize"):
         encode_fields(TaskMessage, {"tool_id": "t", "tool_name": "n", "arguments": {"o": object()}})
+
+
+class _Point(BaseModel):
+    x: int
+    label: str | None = None
+
+
+RESULT_VALUES: list[dict[str, Any]] = [
+    {"result": {"a": [1, 2.5, None], "b": "é"}},
+    {"result": None},
+    {"result": _Point(x=1)},
+    {"result": [TaskStatus.SUCCESS, float("inf")], "chunks": 2, "result_in_chunks": True},
+]
+
+
+@pytest.mark.parametrize("extra", RESULT_VALUES)
+def test_encode_fields_writes_a_result_as_encode_does(extra: dict[str, Any]) -> None:
+    values = {
+        "source": "s",
+        "timestamp": 2.0,
+        "message_id": "m",
+        "task_id": "x",
+        "tool_id": "t",
+        "tool_name": "e",
+        "arguments": {"q": 1},
+        "dry_run": False,
+        "status": TaskStatus.SUCCESS,
+        "duration_ms": 0.5,
+        **extra,
+    }
+    expected = encode(TaskResultMessage.model_construct(**values))
+    assert encode_fields(TaskResultMessage, values) == expected

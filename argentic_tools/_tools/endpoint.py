@@ -21,6 +21,7 @@ from pydantic_core import PydanticSerializationError
 
 from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError, ToolError
 from .._logging import DropLog
+from .._protocol.encoding import encode_fields
 from .._protocol.messages import (
     PROTOCOL_VERSION,
     BaseMessage,
@@ -507,28 +508,28 @@ class ToolEndpoint:
             )
         finally:
             token.var.reset(token)
-        # model_construct: nothing here needs validating; unset fields keep their defaults.
-        result = TaskResultMessage.model_construct(
-            source=self.messager.client_id,
-            message_id=task.message_id,
-            task_id=task.task_id,
-            tool_id=self.tool_id,
-            tool_name=tool.name,
-            arguments=task.arguments,
-            call_id=task.call_id,
-            trace=task.trace,
-            dry_run=task.dry_run,
-            approval_token=task.approval_token,
-            status=TaskStatus.SUCCESS,
-            result=output,
-            duration_ms=(time.perf_counter() - started) * 1000,
-        )
+        # Nothing here needs validating; unset fields keep their defaults.
+        fields = {
+            "source": self.messager.client_id,
+            "message_id": task.message_id,
+            "task_id": task.task_id,
+            "tool_id": self.tool_id,
+            "tool_name": tool.name,
+            "arguments": task.arguments,
+            "call_id": task.call_id,
+            "trace": task.trace,
+            "dry_run": task.dry_run,
+            "approval_token": task.approval_token,
+            "status": TaskStatus.SUCCESS,
+            "result": output,
+            "duration_ms": (time.perf_counter() - started) * 1000,
+        }
         if control.chunks:
-            result.chunks = control.chunks
+            fields["chunks"] = control.chunks
             if control.result_in_chunks:
-                result.result_in_chunks = True
+                fields["result_in_chunks"] = True
         try:
-            data = encode(result)
+            data = encode_fields(TaskResultMessage, fields)
         except PydanticSerializationError as exc:
             return self._fail(
                 task,
