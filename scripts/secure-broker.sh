@@ -52,9 +52,12 @@ case $mode in
     new-env)
         [ $# -le 1 ] || usage
         acl=${1:-mosquitto.acl}
-        for user in $(acl_users "$acl"); do
+        # Plain assignments, so that set -e stops at a bad ACL before printing anything.
+        users=$(acl_users "$acl")
+        for user in $users; do
+            variable=$(password_variable "$user")
             password=$(od -An -vtx1 -N16 /dev/urandom | tr -d ' \n')
-            echo "$(password_variable "$user")=$password"
+            echo "$variable=$password"
         done
         ;;
     start)

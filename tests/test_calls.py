@@ -99,6 +99,27 @@ async def test_invalid_arguments_give_an_error_before_anything_is_published(
         assert first_task.task_id == good.task_id
 
 
+class _SessionContext(CallContext):
+    """An application's own context, with a field that is not the protocol's."""
+
+    session_secret: str = "not for the tool"
+
+
+async def test_a_context_subclass_sends_only_the_protocols_fields(
+    mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
+) -> None:
+    info = await manager.wait_for_tool("echo", timeout=15)
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
+        await spy.subscribe(topics.call(info.id), qos=1)
+        context = _SessionContext(thread_id="t-1")
+        result = await manager.execute_tool("echo", {"message": "hi"}, context=context)
+        assert result.ok, result
+        with anyio.fail_after(5):
+            sent = await anext(aiter(spy.messages))
+    assert isinstance(sent.payload, bytes)
+    assert json.loads(sent.payload)["context"] == {"thread_id": "t-1"}
+
+
 async def test_arguments_given_as_a_json_string_are_refused_with_a_fix(
     manager: ToolManager, tool_process: ToolProcess
 ) -> None:

@@ -269,3 +269,18 @@ async def test_every_tool_service_registers_and_answers(stack: Stack) -> None:
     assert sorted(row["id"] for row in json.loads(listed.stdout)) == sorted(
         tool_id for tool_id, _ in CALLS
     )
+
+
+def test_new_env_prints_nothing_for_an_acl_it_cannot_use(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.acl"
+    bad.write_text("user 1tool\n")  # no variable name starts with a digit
+    for acl in (bad, tmp_path / "missing.acl"):
+        done = subprocess.run(
+            ["sh", str(SCRIPT), "new-env", str(acl)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+        )
+        assert done.returncode == 1, acl
+        assert done.stdout == "", acl  # > .env.secure keeps nothing half-written
+        assert done.stderr.strip(), acl

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from .._errors import PayloadTooLargeError
 from .._protocol.encoding import encode_fields
 from .._protocol.messages import (
@@ -33,6 +35,8 @@ from .flow import Window, advertised_capacity
 from .policy import ToolPolicy
 from .progress import CallWatch
 from .registry import Entry, ToolRegistry
+
+_CONTEXT = TypeAdapter(CallContext)
 
 REMEMBER_FINISHED = 10_000
 """Finished task ids remembered, to tell a late or duplicate result from a stranger's."""
@@ -276,7 +280,12 @@ class CallBook:
                 "call_id": spec.call_id,
                 "timeout_seconds": None if wait is None else float(wait),
                 "deadline": None if wait is None else now + wait,
-                "context": spec.context,
+                # As the declared type writes it: a subclass's own fields stay home.
+                "context": (
+                    None
+                    if spec.context is None
+                    else _CONTEXT.dump_python(spec.context, exclude_none=True)
+                ),
                 "report_progress": True if watch is not None and watch.wants_progress else None,
                 "stream": True if watch is not None and watch.streams else None,
                 "traceparent": spec.traceparent,
