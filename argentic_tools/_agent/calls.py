@@ -1,9 +1,9 @@
-"""Calls in flight on the caller side: checks, the pending table and the results built here.
+"""Calls in flight on the caller side: checks, the task on the wire, the pending table.
 
-:class:`CallBook` checks a call against the registry and the policy, keeps one
-:class:`Pending` per task id until its result arrives, matches each incoming
-result to the call that made it, and builds the error results a call can end
-in without the tool's help (not found, invalid arguments, timeout, offline).
+:class:`CallBook` checks a call against the registry and the policy, writes its
+task, keeps one :class:`~.pending.Pending` per task id until its result arrives,
+and matches each incoming result to the call that made it. The error results a
+call can end in without the tool's help come from :class:`~.endings.CallEndings`.
 It does no messaging: the :class:`~argentic_tools.ToolManager` does.
 """
 
@@ -12,18 +12,15 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import TypeAdapter
 
-from .._errors import PayloadTooLargeError
 from .._protocol.encoding import encode_fields
 from .._protocol.messages import (
     CallContext,
     TaskErrorMessage,
     TaskMessage,
-    TaskResultMessage,
     TaskStatus,
     ToolPartialMessage,
     ToolProgressMessage,
@@ -31,9 +28,10 @@ from .._protocol.messages import (
 )
 from .._protocol.validation import describe_problems
 from .arguments import unsendable, without_skipped_nulls
+from .endings import CallEndings
 from .flow import Window, advertised_capacity
+from .pending import CallSpec, Pending
 from .policy import ToolPolicy
-from .progress import CallWatch
 from .registry import Entry, ToolRegistry
 
 _CONTEXT = TypeAdapter(CallContext)
@@ -42,76 +40,7 @@ REMEMBER_FINISHED = 10_000
 """Finished task ids remembered, to tell a late or duplicate result from a stranger's."""
 
 
-class ToolGoneError(Exception):
-    """The tool left the registry while a call waited for it."""
-
-
-@dataclass(slots=True)
-class CallSpec:
-    """What the caller asked for: one call, before it is checked."""
-
-    name: str
-    """Tool name or id."""
-    arguments: Any
-    label: str | None
-    """The caller's ``task_id_override``."""
-    wait: float | None
-    """Seconds the caller waits in all; None: no limit but the idle timeout."""
-    call_id: str | None = None
-    context: CallContext | None = None
-    watch: CallWatch | None = None
-    """Progress, idle timeout and streaming, for a long call."""
-    traceparent: str | None = None
-    """The caller's span, as W3C trace context for the task."""
-    tracestate: str | None = None
-
-
-@dataclass(slots=True)
-class Pending:
-    """A call from its check until its result: all a waiting call holds."""
-
-    future: "asyncio.Future[ToolResult]"
-    entry: Entry
-    task_id: str
-    arguments: Any
-    wait: float | None
-    """Seconds the caller waits in all (None: only an idle timeout applies)."""
-    spec: CallSpec
-    """The call as the caller made it (its ids, context and trace context go in the task)."""
-    timestamp: float
-    """When the task was built (``time.time()``): its ``timestamp``, and with ``wait``
-    its ``deadline``."""
-    task: bytes | None = None
-    """The encoded task until its first publish; then None (:meth:`CallBook.encoded`
-    builds the same bytes again for a resend)."""
-    label: str | None = None
-    """The caller's ``task_id_override``: shown as the result's task id, never sent."""
-    window: Window | None = None
-    """The tool instance's window while this call holds a slot in it."""
-    published: bool = False
-    """True from the moment the task may reach the tool (its publish has begun)."""
-    sent_on: int = 0
-    """Connection (``messager.connections``) the task was last published on; 0: not yet."""
-    watch: CallWatch | None = None
-    """Progress, idle timeout and chunks of a long call."""
-
-    @property
-    def tool_id(self) -> str:
-        """Id of the tool instance the task went to."""
-        return self.entry.info.id
-
-    @property
-    def tool_name(self) -> str:
-        """Name of the tool."""
-        return self.entry.info.name
-
-    @property
-    def source(self) -> str | None:
-        """Client id of the process serving the tool."""
-        return self.entry.info.source
-
-
-class CallBook:
+class CallBook(CallEndings):
     """The pending calls of one manager, keyed by task id.
 
     Args:
@@ -471,131 +400,6 @@ class CallBook:
             f"Tool '{call.tool_name}' timed out after {call.wait:g} s (task {call.task_id}).",
             "timeout",
             status=TaskStatus.TIMEOUT,
-        )
-
-    def _long_call_timed_out(self, call: Pending, watch: CallWatch) -> TaskErrorMessage:
-        loop = asyncio.get_running_loop()
-        if watch.capped(loop):
-            why = f"it ran for its max_duration of {call.wait:g} s"
-        elif watch.reports:
-            why = (
-                f"no progress for {watch.idle:g} s (its idle_timeout) after "
-                f"{watch.reports} report(s)"
-            )
-        else:
-            why = (
-                f"no progress for {watch.idle:g} s (its idle_timeout); the tool sent no "
-                "progress report at all: it may not report progress, so give it a "
-                "timeout instead"
-            )
-        return self.failed(
-            call,
-            f"Tool '{call.tool_name}' timed out: {why} (task {call.task_id}).",
-            "timeout",
-            status=TaskStatus.TIMEOUT,
-        )
-
-    def failed(
-        self, call: Pending, text: str, code: str, *, status: TaskStatus = TaskStatus.FAILED
-    ) -> TaskErrorMessage:
-        """An error result for ``call``."""
-        return self.error(
-            call.label or call.task_id,
-            call.tool_id,
-            call.tool_name,
-            call.arguments,
-            text,
-            code,
-            status=status,
-        )
-
-    def undeliverable(self, call: Pending, exc: Exception) -> TaskErrorMessage:
-        """The result of a call that could not reach its tool, by why."""
-        name = call.tool_name
-        if isinstance(exc, ToolGoneError):
-            return self.failed(
-                call, f"Tool '{name}' went offline before answering.", "tool_offline"
-            )
-        if isinstance(exc, PayloadTooLargeError):
-            text = f"Tool '{name}': the call is too large to send: {exc}"
-            return self.failed(call, text, "invalid_arguments")
-        return self.failed(call, f"Tool '{name}' could not be called: {exc}", "execution_error")
-
-    def assembled(self, call: Pending, result: ToolResult) -> ToolResult:
-        """A streamed call's result: the chunks put together, or an error if some were lost."""
-        watch = call.watch
-        if watch is None or not isinstance(result, TaskResultMessage) or not result.ok:
-            return result
-        sent = result.chunks or 0
-        if watch.delivered < sent:
-            lost = sent - watch.delivered
-            error = self.failed(
-                call,
-                f"Tool '{call.tool_name}' finished, but {lost} of its {sent} streamed chunks "
-                f"(from chunk {watch.delivered} on) were lost, most likely in a broker "
-                "outage; the chunks after the gap were not delivered, to keep the order. "
-                "Call it again to get the whole result.",
-                "stream_interrupted",
-            )
-            error.details = {"delivered": watch.delivered, "chunks": sent}
-            return error
-        if result.result_in_chunks:
-            result.result = watch.collected
-            result.result_in_chunks = None
-        return result
-
-    def checked(self, call: Pending, result: ToolResult) -> ToolResult:
-        """The result, or an error when it breaks the tool's output schema or has no error."""
-        if isinstance(result, TaskResultMessage) and result.ok:
-            validator = call.entry.output_validator
-            if validator is not None:
-                problems = validator.problems(result.result)
-                if problems:
-                    return self.error(
-                        call.label or call.task_id,
-                        call.tool_id,
-                        call.tool_name,
-                        call.arguments,
-                        f"Tool '{call.tool_name}' returned output that does not match its "
-                        f"output schema: {describe_problems(problems)}",
-                        "invalid_output",
-                        details=problems,
-                    )
-        elif isinstance(result, TaskResultMessage):
-            # A peer reported a failure without an error text: make it a proper error.
-            return self.failed(
-                call,
-                f"Tool '{call.tool_name}' failed with status {result.status.value}.",
-                "execution_error",
-                status=result.status,
-            )
-        if call.label is not None:
-            result.task_id = call.label
-        return result
-
-    def error(
-        self,
-        task_id: str,
-        tool_id: str,
-        tool_name: str,
-        arguments: Any,
-        text: str,
-        code: str,
-        *,
-        status: TaskStatus = TaskStatus.FAILED,
-        details: Any = None,
-    ) -> TaskErrorMessage:
-        """An error result built on this side (the tool never answered this way)."""
-        return TaskErrorMessage.model_construct(
-            source=self.source,
-            task_id=task_id,
-            tool_id=tool_id,
-            tool_name=tool_name,
-            arguments=arguments if isinstance(arguments, dict) else None,
-            status=status,
-            error=text,
-            error_code=code,
-            details=details,
         )
 
 

@@ -15,8 +15,8 @@ from .._logging import InstanceLogger
 from .._protocol.messages import ToolCancelMessage
 from .._protocol.topics import Topics
 from .._transport import Messager
-from .calls import Pending, ToolGoneError
 from .membership import publish_quietly
+from .pending import Pending, ToolGoneError
 from .registry import Entry, ToolRegistry
 
 

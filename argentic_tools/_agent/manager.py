@@ -46,7 +46,7 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
-from .calls import CallBook, CallSpec, call_field
+from .calls import CallBook, call_field
 from .delivery import Delivery
 from .exports import ExportFormat, export
 from .fleet import FleetStats
@@ -54,6 +54,7 @@ from .info import ToolInfo
 from .liveness import Liveness
 from .membership import Membership
 from .observations import ObservationPump, ObservationRecorder
+from .pending import CallSpec
 from .policy import AllToolsEnabled, ToolPolicy
 from .progress import BatchProgressCallback, ProgressCallback, for_call, long_call
 from .registry import (

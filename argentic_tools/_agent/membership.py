@@ -39,9 +39,10 @@ from .._protocol.messages import (
 from .._protocol.topics import Topics, inbox_level
 from .._protocol.validation import SchemaValidator
 from .._transport import IncomingMessage, Messager
-from .calls import CallBook, CallSpec, Pending
+from .calls import CallBook
 from .info import ToolInfo
 from .liveness import Liveness
+from .pending import CallSpec, Pending
 from .policy import ToolPolicy
 from .registry import Entry, RegistrationRefusedError, ToolRegistry
 

@@ -25,11 +25,12 @@ from .._telemetry import (
     trace_id_of,
     traceparent_of,
 )
-from .calls import CallBook, CallSpec, Pending, ToolGoneError
+from .calls import CallBook
 from .delivery import Delivery
 from .liveness import Liveness
 from .membership import Membership
 from .observations import ObservationPump, observation_of
+from .pending import CallSpec, Pending, ToolGoneError
 from .policy import ToolPolicy
 
 CANCEL_SEND_SECONDS = 2.0

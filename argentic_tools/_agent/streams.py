@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
 
 if TYPE_CHECKING:
-    from .calls import CallSpec
+    from .pending import CallSpec
 
 STREAM_CLOSE_SECONDS = 5.0
 """How long closing a stream early waits for its call to end (its TOOL_CANCEL is sent)."""

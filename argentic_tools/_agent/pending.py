@@ -1,0 +1,79 @@
+"""One call on the caller side: what was asked (CallSpec) and what waits (Pending)."""
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from .._protocol.messages import CallContext, ToolResult
+from .flow import Window
+from .progress import CallWatch
+from .registry import Entry
+
+
+class ToolGoneError(Exception):
+    """The tool left the registry while a call waited for it."""
+
+
+@dataclass(slots=True)
+class CallSpec:
+    """What the caller asked for: one call, before it is checked."""
+
+    name: str
+    """Tool name or id."""
+    arguments: Any
+    label: str | None
+    """The caller's ``task_id_override``."""
+    wait: float | None
+    """Seconds the caller waits in all; None: no limit but the idle timeout."""
+    call_id: str | None = None
+    context: CallContext | None = None
+    watch: CallWatch | None = None
+    """Progress, idle timeout and streaming, for a long call."""
+    traceparent: str | None = None
+    """The caller's span, as W3C trace context for the task."""
+    tracestate: str | None = None
+
+
+@dataclass(slots=True)
+class Pending:
+    """A call from its check until its result: all a waiting call holds."""
+
+    future: "asyncio.Future[ToolResult]"
+    entry: Entry
+    task_id: str
+    arguments: Any
+    wait: float | None
+    """Seconds the caller waits in all (None: only an idle timeout applies)."""
+    spec: CallSpec
+    """The call as the caller made it (its ids, context and trace context go in the task)."""
+    timestamp: float
+    """When the task was built (``time.time()``): its ``timestamp``, and with ``wait``
+    its ``deadline``."""
+    task: bytes | None = None
+    """The encoded task until its first publish; then None (:meth:`CallBook.encoded`
+    builds the same bytes again for a resend)."""
+    label: str | None = None
+    """The caller's ``task_id_override``: shown as the result's task id, never sent."""
+    window: Window | None = None
+    """The tool instance's window while this call holds a slot in it."""
+    published: bool = False
+    """True from the moment the task may reach the tool (its publish has begun)."""
+    sent_on: int = 0
+    """Connection (``messager.connections``) the task was last published on; 0: not yet."""
+    watch: CallWatch | None = None
+    """Progress, idle timeout and chunks of a long call."""
+
+    @property
+    def tool_id(self) -> str:
+        """Id of the tool instance the task went to."""
+        return self.entry.info.id
+
+    @property
+    def tool_name(self) -> str:
+        """Name of the tool."""
+        return self.entry.info.name
+
+    @property
+    def source(self) -> str | None:
+        """Client id of the process serving the tool."""
+        return self.entry.info.source
