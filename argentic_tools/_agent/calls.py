@@ -77,7 +77,7 @@ class CallBook(CallEndings):
         """
         task_id = str(uuid.uuid4())
         name, arguments, label, wait = spec.name, spec.arguments, spec.label, spec.wait
-        context, watch = spec.context, spec.watch
+        context = spec.context
         entry = self.registry.lookup(name)
         if entry is None:
             suggestion = self.registry.closest(name)
@@ -156,9 +156,7 @@ class CallBook(CallEndings):
                 status=TaskStatus.TIMEOUT,
             )
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
-        pending = Pending(
-            future, entry, task_id, arguments, wait, spec, time.time(), label=label, watch=watch
-        )
+        pending = Pending(future, entry, task_id, arguments, spec, time.time())
         try:
             pending.task = self.encoded(pending)
         except (ValueError, TypeError, RecursionError) as exc:

@@ -42,8 +42,7 @@ class Pending:
     entry: Entry
     task_id: str
     arguments: Any
-    wait: float | None
-    """Seconds the caller waits in all (None: only an idle timeout applies)."""
+    """The arguments as checked (nulls for skipped optional parameters left out)."""
     spec: CallSpec
     """The call as the caller made it (its ids, context and trace context go in the task)."""
     timestamp: float
@@ -52,16 +51,27 @@ class Pending:
     task: bytes | None = None
     """The encoded task until its first publish; then None (:meth:`CallBook.encoded`
     builds the same bytes again for a resend)."""
-    label: str | None = None
-    """The caller's ``task_id_override``: shown as the result's task id, never sent."""
     window: Window | None = None
     """The tool instance's window while this call holds a slot in it."""
     published: bool = False
     """True from the moment the task may reach the tool (its publish has begun)."""
     sent_on: int = 0
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
-    watch: CallWatch | None = None
-    """Progress, idle timeout and chunks of a long call."""
+
+    @property
+    def wait(self) -> float | None:
+        """Seconds the caller waits in all (None: only an idle timeout applies)."""
+        return self.spec.wait
+
+    @property
+    def label(self) -> str | None:
+        """The caller's ``task_id_override``: shown as the result's task id, never sent."""
+        return self.spec.label
+
+    @property
+    def watch(self) -> CallWatch | None:
+        """Progress, idle timeout and chunks of a long call."""
+        return self.spec.watch
 
     @property
     def tool_id(self) -> str:
