@@ -5,10 +5,11 @@ import signal
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import pytest
 
@@ -158,6 +159,24 @@ class ToolProcess:
                 self.process.kill()
                 self.process.wait(timeout=5)
         return self.process.returncode
+
+    def wait_registered(self, url: str, prefix: str, names: Iterable[str]) -> None:
+        """Block until the process has registered every tool in ``names`` (sync fixtures).
+
+        A test that starts its own manager or gateway right after the process would
+        otherwise race the process's start-up, registering its tools one by one.
+        """
+
+        async def registered() -> None:
+            topics = Topics.with_prefix(prefix)
+            async with (
+                messager_for(url, topics) as messager,
+                manager_for(messager, topics) as manager,
+            ):
+                for name in names:
+                    await manager.wait_for_tool(name, timeout=30)
+
+        anyio.run(registered)
 
     def output(self) -> str:
         assert self.process is not None

@@ -76,6 +76,7 @@ def mcp_prefix() -> str:
 def long_tools(mosquitto: Mosquitto, mcp_prefix: str) -> Iterator[ToolProcess]:
     """The long-running test tools in their own process, for the whole module."""
     with ToolProcess("tests.long_proc", mosquitto.url, mcp_prefix) as process:
+        process.wait_registered(mosquitto.url, mcp_prefix, ("steps", "sync_steps", "chunks"))
         yield process
 
 

@@ -19,7 +19,8 @@ from .brokers import find_mosquitto, uncovered_env
 ROOT = Path(__file__).resolve().parent.parent
 FAULTS = ["kill", "freeze", "broker", "drop-manager", "drop-tool"]
 CALLS = 1200
-"""Six seconds of calls at 200/s: a fault (and its recovery) every second of them."""
+"""Six seconds of calls at 200/s: a fault (and its recovery) every second of them; more
+when a recovery runs late."""
 TIMEOUT = 1.0
 FREEZE = 1.5
 """Longer than a call's timeout, so calls sent to the frozen tool time out."""
@@ -63,8 +64,9 @@ def test_reduced_soak_survives_every_fault_without_losing_doubling_or_delaying_a
     result = data["result"]
     failed = {name: check for name, check in result["checks"].items() if not check["ok"]}
     assert not failed, failed
-    assert result["calls"] == CALLS
-    assert sum(result["outcomes"].values()) == CALLS
+    # Calls go on past CALLS only while a fault is still recovering.
+    assert result["calls"] >= CALLS
+    assert sum(result["outcomes"].values()) == result["calls"]
     assert result["checks"]["late"]["value"] == 0
     assert result["checks"]["multiple_results"]["value"] == 0
     assert result["checks"]["duplicate_executions"]["value"] == 0
@@ -73,7 +75,7 @@ def test_reduced_soak_survives_every_fault_without_losing_doubling_or_delaying_a
     # The freeze outlasts the call timeout, so calls sent to the frozen tool early in it
     # time out; every 50th call asks the tool to fail (unless a fault got it first).
     assert FREEZE > TIMEOUT
-    assert result["outcomes"]["success"] > CALLS // 2
+    assert result["outcomes"]["success"] > result["calls"] // 2
     assert result["outcomes"].get("timeout", 0) > 0
-    assert 0 < result["outcomes"]["tool_error (asked for)"] <= CALLS // 50
+    assert 0 < result["outcomes"]["tool_error (asked for)"] <= -(-result["calls"] // 50)
     assert (tmp_path / "soak.md").read_text().strip() == done.stdout.strip()
