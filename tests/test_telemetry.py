@@ -196,3 +196,48 @@ async def test_an_observation_carries_the_calls_trace_id(
     span = caller_span(spans, "observed")
     [observation] = recorder.observations
     assert observation.trace_id == hex_id(span.context.trace_id)
+
+
+async def test_a_call_its_caller_cancels_still_ends_its_span_gauge_and_record(
+    spans: InMemorySpanExporter, mosquitto: Mosquitto, topics: Topics
+) -> None:
+    started = anyio.Event()
+
+    @tool
+    async def lingering(seconds: float) -> str:
+        """Wait ``seconds``, then answer (the caller cancels the call before)."""
+        started.set()
+        await anyio.sleep(seconds)
+        return "done"
+
+    recorder = InMemoryRecorder()
+    port = start_metrics_server(0)
+    async with (
+        ToolService(mosquitto.url, [lingering], topics=topics),
+        Messager(mosquitto.url, will_topic=None) as messager,
+        ToolManager(messager, topics=topics, recorder=recorder) as manager,
+    ):
+        await manager.wait_for_tool("lingering", timeout=15)
+        before = await anyio.to_thread.run_sync(scrape, port)
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: manager.execute_tool("lingering", {"seconds": 60}, call_id="given-up")
+            )
+            with anyio.fail_after(15):
+                await started.wait()
+            group.cancel_scope.cancel()
+        after = await anyio.to_thread.run_sync(scrape, port)
+        await manager.flush_observations()
+    span = caller_span(spans, "given-up")
+    assert (span.attributes or {}).get("error.type") == "cancelled"
+    assert span.status.status_code is StatusCode.ERROR
+    [observation] = recorder.observations
+    assert (observation.call_id, observation.status) == ("given-up", "cancelled")
+    assert observation.error == "Tool 'lingering' call was cancelled: cancelled by the caller."
+    assert value(after, "argentic_tools_client_pending") == value(
+        before, "argentic_tools_client_pending"
+    )
+    cancelled = "argentic_tools_client_calls_total"
+    assert value(after, cancelled, tool="lingering", outcome="cancelled") == 1 + value(
+        before, cancelled, tool="lingering", outcome="cancelled"
+    )

@@ -81,70 +81,94 @@ class CallRunner:
         spec.traceparent, spec.tracestate = traceparent_of(span)
         self._metrics.started()
         call = self._calls.prepare(spec, policy)
-        if (
-            isinstance(call, TaskErrorMessage)
-            and call.error_code == "not_found"
-            and self._membership.settling()
-        ):
-            call = await self._membership.after_settling(spec, call, policy)
-        if isinstance(call, Pending):
-            watch = call.watch
-            try:
-                loop = asyncio.get_running_loop()
-                deadline = (
-                    loop.time() + call.wait  # type: ignore[operator]
-                    if watch is None
-                    else watch.first_deadline(loop)
-                )
-                async with asyncio.timeout_at(deadline) as timer:
-                    ready_at = call.entry.ready_at
-                    if ready_at:
-                        settle = ready_at - loop.time()
-                        if settle > 0:
-                            await asyncio.sleep(settle)
-                    queued = loop.time()
-                    await self._calls.take_slot(call)
-                    self._metrics.waited(call.tool_name, loop.time() - queued)
-                    if call.future.done():  # cancelled (manager.cancel) before it was sent
-                        raise _UnsentError
-                    call.published = True
+        try:
+            if (
+                isinstance(call, TaskErrorMessage)
+                and call.error_code == "not_found"
+                and self._membership.settling()
+            ):
+                call = await self._membership.after_settling(spec, call, policy)
+            if isinstance(call, Pending):
+                watch = call.watch
+                try:
+                    loop = asyncio.get_running_loop()
+                    deadline = (
+                        loop.time() + call.wait  # type: ignore[operator]
+                        if watch is None
+                        else watch.first_deadline(loop)
+                    )
+                    async with asyncio.timeout_at(deadline) as timer:
+                        ready_at = call.entry.ready_at
+                        if ready_at:
+                            settle = ready_at - loop.time()
+                            if settle > 0:
+                                await asyncio.sleep(settle)
+                        queued = loop.time()
+                        await self._calls.take_slot(call)
+                        self._metrics.waited(call.tool_name, loop.time() - queued)
+                        if call.future.done():  # cancelled (manager.cancel) before it was sent
+                            raise _UnsentError
+                        call.published = True
+                        if watch is not None:
+                            watch.timer = timer
+                            if watch.idle is not None:  # the idle time counts from the send
+                                timer.reschedule(watch.first_deadline(loop))
+                        call.sent_on = await self._delivery.send(
+                            call.entry, self._calls.unload(call)
+                        )
+                        if watch is None:
+                            result: ToolResult = await call.future
+                        else:
+                            result = self._calls.assembled(call, await watch.result(call.future))
+                except TimeoutError:
+                    result = self._calls.timed_out(call)
+                    if call.published:
+                        self._delivery.cancel_at_tool(call, result.error)
+                        if self._liveness is not None and (
+                            watch is None or not (watch.reports or watch.delivered)
+                        ):
+                            self._liveness.missed(call.entry)
+                except asyncio.CancelledError:
+                    # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
+                    # must stop too. The TOOL_CANCEL is on its way before this returns.
+                    if call.published and self._is_open():
+                        sending = self._delivery.cancel_at_tool(call, "cancelled by the caller")
+                        with anyio.CancelScope(shield=True):
+                            await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
+                    raise
+                except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
+                    result = self._calls.undeliverable(call, exc)
+                except _UnsentError:
+                    result = call.future.result()
+                finally:
                     if watch is not None:
-                        watch.timer = timer
-                        if watch.idle is not None:  # the idle time counts from the send
-                            timer.reschedule(watch.first_deadline(loop))
-                    call.sent_on = await self._delivery.send(call.entry, self._calls.unload(call))
-                    if watch is None:
-                        result: ToolResult = await call.future
-                    else:
-                        result = self._calls.assembled(call, await watch.result(call.future))
-            except TimeoutError:
-                result = self._calls.timed_out(call)
-                if call.published:
-                    self._delivery.cancel_at_tool(call, result.error)
-                    if self._liveness is not None and (
-                        watch is None or not (watch.reports or watch.delivered)
-                    ):
-                        self._liveness.missed(call.entry)
-            except asyncio.CancelledError:
-                # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
-                # must stop too. The TOOL_CANCEL is on its way before this returns.
-                if call.published and self._is_open():
-                    sending = self._delivery.cancel_at_tool(call, "cancelled by the caller")
-                    with anyio.CancelScope(shield=True):
-                        await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
-                raise
-            except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
-                result = self._calls.undeliverable(call, exc)
-            except _UnsentError:
-                result = call.future.result()
-            finally:
-                if watch is not None:
-                    watch.timer = None
-                self._calls.forget(call.task_id)
-            result = self._calls.checked(call, result)
-        else:
-            result = call
+                        watch.timer = None
+                    self._calls.forget(call.task_id)
+                result = self._calls.checked(call, result)
+            else:
+                result = call
+        except asyncio.CancelledError:
+            # The caller gets no result, but the call still ends once: in the metrics,
+            # the span, and the observations (the live view and the history).
+            self._ended(spec, span, started, self._cancelled(spec, call))
+            raise
         return self._ended(spec, span, started, result)
+
+    def _cancelled(self, spec: CallSpec, call: "Pending | TaskErrorMessage") -> TaskErrorMessage:
+        """The result a call the caller cancelled ends with, where it is recorded."""
+        text = f"Tool '{spec.name}' call was cancelled: cancelled by the caller."
+        status = TaskStatus.CANCELLED
+        if isinstance(call, Pending):
+            return self._calls.failed(call, text, "cancelled", status=status)
+        return self._calls.error(
+            call.task_id,
+            call.tool_id,
+            call.tool_name,
+            spec.arguments,
+            text,
+            "cancelled",
+            status=status,
+        )
 
     def _ended(self, spec: CallSpec, span: Span, started: float, result: ToolResult) -> ToolResult:
         """Time, observe and count the call's one result, and end its span."""
