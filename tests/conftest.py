@@ -28,6 +28,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 REQUIRE_MOSQUITTO = os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1"
 
+CONFIRM = 15.0
+"""A test ToolService's ``confirm_timeout`` where the manager's answer is what is tested
+(a refusal, a confirmed replica): entering returns at the answer, however slow the machine."""
+
 
 @pytest.fixture
 def anyio_backend() -> str:

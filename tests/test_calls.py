@@ -21,6 +21,7 @@ from argentic_tools import (
     parse_message,
     tool,
 )
+from argentic_tools._agent import membership
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess, manager_for, messager_for, ready
@@ -53,9 +54,17 @@ async def test_execute_tool_by_id_works_like_by_name(
 
 
 async def test_a_call_made_as_the_manager_starts_finds_the_running_tool(
-    manager: ToolManager, tool_process: ToolProcess, mosquitto: Mosquitto, topics: Topics
+    manager: ToolManager,
+    tool_process: ToolProcess,
+    mosquitto: Mosquitto,
+    topics: Topics,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     await ready(manager, ("echo",))  # the tool is up before the new manager starts
+    # The window is 0.5 s; a loaded test machine can take longer to answer the
+    # announcement. The call still returns as soon as the tool has registered again, and
+    # with a window of 0 it ends not_found.
+    monkeypatch.setattr(membership, "STARTUP_SETTLE_SECONDS", 5.0)
     async with (
         messager_for(mosquitto.url, topics) as messager,
         manager_for(messager, topics) as fresh,

@@ -149,7 +149,7 @@ async def test_the_page_shows_three_processes_tools_and_a_call_as_it_happens(
     cells = await page.wait_for(
         f"(() => {{ const row = {row}; return row && {FINAL} && "
         "[...row.cells].map((cell) => cell.textContent); })()",
-        timeout=5,
+        timeout=PAGE_TIMEOUT,
     )
     assert cells[1:4] == ["success", "echo", "thread-7"]
 
@@ -190,7 +190,7 @@ async def test_the_page_shows_three_processes_tools_and_a_call_as_it_happens(
             const tools = [...document.querySelectorAll('.chart-box')].map((b) => b.dataset.tool);
             return tools.length === 3 && tools;
         })()""",
-        timeout=5,
+        timeout=PAGE_TIMEOUT,
     )
     assert charts == ["echo", "fail", "sleep"]
     shot = await page.screenshot(tmp_path / "dashboard.png")
@@ -264,8 +264,8 @@ async def test_a_call_whose_caller_gives_up_without_a_word_turns_timed_out_after
     sleep = await manager.wait_for_tool("sleep", timeout=15)
     page = await open_page(browser, dashboard)
     task = TaskMessage(
-        tool_id=sleep.id, tool_name="sleep", arguments={"seconds": 30}, timeout_seconds=0.2
-    )
+        tool_id=sleep.id, tool_name="sleep", arguments={"seconds": 30}, timeout_seconds=2
+    )  # 2 s: long enough for a slow page to see the call running first
     async with Messager(mosquitto.url, will_topic=None) as caller:
         await caller.publish(topics.call(sleep.id), task)
     row = f"document.querySelector('tr[data-task-id={js(task.task_id)}]')"
@@ -274,7 +274,7 @@ async def test_a_call_whose_caller_gives_up_without_a_word_turns_timed_out_after
     text = await page.wait_for(
         f"{row}.dataset.status === 'timeout' && {row}.textContent", timeout=PAGE_TIMEOUT
     )
-    assert "No result within the call's timeout of 0.2 s" in text
+    assert "No result within the call's timeout of 2 s" in text
 
 
 async def test_the_call_form_calls_a_tool_with_its_schema_fields_and_shows_the_result(

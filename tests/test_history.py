@@ -278,7 +278,8 @@ async def test_recording_5000_observations_never_stalls_the_event_loop(tmp_path:
     # leaves room for a busy 2-core machine (other tests' processes, a broker)
     # preempting this process now and then, while a recorder that wrote on the loop
     # (a batch of 500 rows and their indexes, a WAL checkpoint) or held the GIL for a
-    # whole batch would still show. A count of stalls, not a time, is asserted.
+    # whole batch would still show, on most of its ten batches. A count of stalls, not a
+    # time, is asserted; one is forgiven (the OS stopping this process once, under load).
     stall = 0.05
     wakes = stalls = 0
     done = anyio.Event()
@@ -308,7 +309,7 @@ async def test_recording_5000_observations_never_stalls_the_event_loop(tmp_path:
 
     assert len(recorder.query(limit=None)) == 5000
     assert wakes > 0
-    assert stalls == 0
+    assert stalls <= 1
 
 
 async def test_query_filters_by_tool_thread_outcome_and_time_newest_first(

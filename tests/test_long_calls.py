@@ -51,6 +51,7 @@ def long_prefix() -> str:
 def long_process(mosquitto: Mosquitto, long_prefix: str) -> Iterator[ToolProcess]:
     """One process serving ``tests.long_proc`` for the whole module."""
     with ToolProcess("tests.long_proc", mosquitto.url, long_prefix) as process:
+        process.wait_registered(mosquitto.url, long_prefix, LONG_TOOLS)
         yield process
 
 
@@ -124,18 +125,19 @@ async def test_progress_resets_the_idle_timeout_and_the_cap_still_applies(
 ) -> None:
     reported = Reports()
     capped = Reports()
-    # Concurrently: 15 reports 0.2 s apart (3 s) under a 1 s idle timeout; the same work
-    # under a 1 s cap; and a tool that never reports under a 0.5 s idle timeout.
+    # Concurrently: 15 reports 0.2 s apart (3 s) under a 2 s idle timeout; the same work
+    # under a 1.5 s cap; and a tool that never reports under a 0.5 s idle timeout. The
+    # margins (10x the report interval, 7 reports before the cap) hold on a loaded machine.
     long_work, cut_short, quiet = await asyncio.gather(
         long_manager.execute_tool(
-            "steps", {"count": 15, "interval": 0.2}, on_progress=reported, idle_timeout=1
+            "steps", {"count": 15, "interval": 0.2}, on_progress=reported, idle_timeout=2
         ),
         long_manager.execute_tool(
             "steps",
             {"count": 15, "interval": 0.2},
             on_progress=capped,
-            idle_timeout=1,
-            max_duration=1,
+            idle_timeout=2,
+            max_duration=1.5,
         ),
         long_manager.execute_tool("silent", {"seconds": 3}, idle_timeout=0.5),
     )
@@ -143,7 +145,7 @@ async def test_progress_resets_the_idle_timeout_and_the_cap_still_applies(
     assert long_work.result == 15
     assert reported.seen == [(float(i), 15.0, f"step {i} of 15") for i in range(1, 16)]
     assert cut_short.status == TaskStatus.TIMEOUT
-    assert "max_duration of 1 s" in getattr(cut_short, "error", "")
+    assert "max_duration of 1.5 s" in getattr(cut_short, "error", "")
     assert 0 < len(capped.seen) < 15
     assert quiet.status == TaskStatus.TIMEOUT
     assert "sent no progress report" in getattr(quiet, "error", "")
@@ -251,11 +253,13 @@ async def test_wait_for_and_manager_cancel_stop_an_async_tool_in_another_process
 ) -> None:
     started = Reports()
     arguments = {"count": 50, "interval": 0.1, "directory": str(tmp_path)}
-    with pytest.raises(TimeoutError):
-        await asyncio.wait_for(
-            long_manager.execute_tool("steps", {**arguments, "label": "w"}, on_progress=started),
-            timeout=1.5,  # the task is out and running long before, even on a loaded machine
-        )
+    running = asyncio.ensure_future(
+        long_manager.execute_tool("steps", {**arguments, "label": "w"}, on_progress=started)
+    )
+    with anyio.fail_after(10):
+        await started.first.wait()  # the task is running in the tool's process
+    with pytest.raises(TimeoutError):  # wait_for cancels the call at its timeout
+        await asyncio.wait_for(running, timeout=0.1)
     started = Reports()
     call = asyncio.ensure_future(
         long_manager.execute_tool(

@@ -31,6 +31,7 @@ import pytest
 from argentic_tools import Messager, TaskResultMessage, ToolManager
 
 from .brokers import find_mosquitto, free_port, uncovered_env, wait_for_port
+from .conftest import CONFIRM
 
 pytestmark = pytest.mark.anyio
 
@@ -38,6 +39,8 @@ REPO = Path(__file__).resolve().parent.parent
 SECURE_CONF = REPO / "mosquitto-secure.conf"
 ACL = REPO / "mosquitto.acl"
 TIMEOUT = 10
+STARTUP = 30
+"""Seconds the tool processes get to start and register (cold imports, a busy machine)."""
 
 PASSWORDS = {
     user: f"{user}-secret"
@@ -389,8 +392,8 @@ async def test_documented_tool_commands_work_under_the_acl(
     # The agent's Last Will goes to the registration topic by default, which the
     # ACL does not let it write: mosquitto would drop it, so do not ask for one.
     async with Messager(url, will_topic=None) as messager, ToolManager(messager) as manager:
-        for tool_id, _ in CALLS:
-            await manager.wait_for_tool(tool_id, timeout=TIMEOUT)
+        for tool_id, _ in CALLS:  # six processes starting cold on a busy machine
+            await manager.wait_for_tool(tool_id, timeout=STARTUP)
         for tool_id, arguments in CALLS:
             result = await manager.execute_tool(tool_id, arguments, timeout=TIMEOUT)
             assert isinstance(result, TaskResultMessage), result
@@ -453,7 +456,10 @@ async def test_no_other_user_can_retire_or_take_over_a_tool(
         # A rogue registering the same name under its own user is refused.
         with pytest.raises(RegistrationError, match="belongs to broker user 'calculator'"):
             async with ToolService(
-                url_of(secure_broker, "units"), [rogue], tool_ids={"calculate": "units"}
+                url_of(secure_broker, "units"),
+                [rogue],
+                tool_ids={"calculate": "units"},
+                confirm_timeout=CONFIRM,
             ):
                 pass
         # Every call still reaches the real tool, and only it.
@@ -480,7 +486,10 @@ async def test_a_name_reserved_for_a_user_is_refused_to_everyone_else(
     ):
         with pytest.raises(RegistrationError, match="reserved for broker user 'calculator'"):
             async with ToolService(
-                url_of(secure_broker, "units"), [squatter], tool_ids={"calculate": "units"}
+                url_of(secure_broker, "units"),
+                [squatter],
+                tool_ids={"calculate": "units"},
+                confirm_timeout=CONFIRM,
             ):
                 pass
         assert manager.get_tool_names() == []

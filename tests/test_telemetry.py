@@ -159,7 +159,16 @@ async def test_the_prometheus_endpoint_counts_exactly_the_calls_made(
             assert (await manager.execute_tool("metered", {})).ok
         for _ in range(2):
             assert not (await manager.execute_tool("metered", {"fail": True})).ok
-        after = await anyio.to_thread.run_sync(scrape, port)
+        # The tool side counts a call once its reply is acknowledged, which can come
+        # after the caller already has the result: wait (bounded) for the seventh.
+        duration = "argentic_tools_tool_duration_seconds_count"
+        with anyio.fail_after(15):
+            while True:
+                after = await anyio.to_thread.run_sync(scrape, port)
+                counted = value(after, duration, tool="metered")
+                if counted - value(before, duration, tool="metered") >= 7:
+                    break
+                await anyio.sleep(0.05)
 
     def moved(name: str, **labels: str) -> float:
         return value(after, name, **labels) - value(before, name, **labels)

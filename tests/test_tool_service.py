@@ -370,6 +370,12 @@ def test_two_tools_with_the_same_name_in_one_service_raise_value_error() -> None
         ToolService("mqtt://127.0.0.1:9", [echo, echo])
 
 
+@pytest.mark.parametrize("seconds", [0, -1.0, float("nan")])
+def test_a_confirm_timeout_that_is_not_positive_is_refused(seconds: float) -> None:
+    with pytest.raises(ValueError, match=r"confirm_timeout must be > 0 seconds"):
+        ToolService("mqtt://127.0.0.1:9", [echo], confirm_timeout=seconds)
+
+
 async def test_starting_a_running_service_again_raises(
     mosquitto: Mosquitto, manager: ToolManager, topics: Topics
 ) -> None:

@@ -27,7 +27,7 @@ from argentic_tools import (
 from argentic_tools._protocol.messages import encode
 
 from .brokers import Mosquitto
-from .conftest import manager_for, messager_for
+from .conftest import CONFIRM, manager_for, messager_for
 
 pytestmark = pytest.mark.anyio
 
@@ -304,12 +304,14 @@ async def test_a_replica_with_a_different_schema_is_refused_with_a_clear_error(
         await ready(manager, "echo")
         before = manager.export_tools("mcp")
         with pytest.raises(RegistrationError, match="different schema"):
-            async with ToolService(mosquitto.url, [loud_echo], topics=topics):
+            async with ToolService(
+                mosquitto.url, [loud_echo], topics=topics, confirm_timeout=CONFIRM
+            ):
                 pass
         assert manager.export_tools("mcp") == before
         # A replica with the same schema is welcome (entering returns once a manager
         # has confirmed it).
-        async with ToolService(mosquitto.url, [echo], topics=topics):
+        async with ToolService(mosquitto.url, [echo], topics=topics, confirm_timeout=CONFIRM):
             assert len([i for i in manager.tools_by_id.values() if i["name"] == "echo"]) == 2
         result = await manager.execute_tool("echo", {"message": "hi"})
         assert result.status == TaskStatus.SUCCESS
@@ -493,7 +495,9 @@ async def test_a_newcomer_with_a_pinned_id_already_held_runs_no_task(
         async def newcomers() -> None:
             for _ in range(5):
                 with pytest.raises(RegistrationError, match="already used"):
-                    async with ToolService(mosquitto.url, [counter("newcomer")], topics=topics):
+                    async with ToolService(
+                        mosquitto.url, [counter("newcomer")], topics=topics, confirm_timeout=CONFIRM
+                    ):
                         pass
             newcomer_refused.set()
 

@@ -48,6 +48,10 @@ class ToolService(AsyncResource):
         debug: Send tracebacks with tool failures.
         blocked_loop_threshold: Seconds an ``async def`` tool may block the event loop
             before a warning names it and the fix (None: don't watch).
+        confirm_timeout: Seconds entering waits for a manager to confirm (or refuse)
+            each registration. A refusal raises :class:`RegistrationError`; with no
+            answer by then the tools serve anyway and register again whenever a
+            manager announces itself. Entering returns as soon as every tool is answered.
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` when the service starts (the ``[otel]``
             extra; see :func:`start_metrics_server`).
@@ -68,8 +72,12 @@ class ToolService(AsyncResource):
         debug: bool = False,
         blocked_loop_threshold: float | None = DEFAULT_BLOCKED_LOOP_SECONDS,
         metrics_port: int | None = None,
+        confirm_timeout: float = 1.0,
         **messager_options: Any,
     ) -> None:
+        if not confirm_timeout > 0:
+            raise ValueError(f"confirm_timeout must be > 0 seconds, got {confirm_timeout!r}")
+        self.confirm_timeout = confirm_timeout
         self.metrics_port = metrics_port
         self.topics = topics or Topics.with_prefix(topic_prefix)
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
@@ -136,7 +144,9 @@ class ToolService(AsyncResource):
                     debug=self.debug,
                 )
                 self.endpoints.append(endpoint)
-            await asyncio.gather(*(endpoint.start() for endpoint in self.endpoints))
+            await asyncio.gather(
+                *(e.start(confirm_timeout=self.confirm_timeout) for e in self.endpoints)
+            )
         except BaseException:
             await self.aclose()
             raise
