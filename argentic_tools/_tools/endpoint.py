@@ -1,34 +1,24 @@
-"""Serving one tool on one connection: register, receive, validate, run, reply.
+"""Serving one tool on one connection: register, receive, cancel, answer pings.
 
-Every task gets exactly one reply: the result, or an error naming the tool
-and the cause (invalid arguments, an exception, a result that cannot be
-serialised or is too large). A task id seen before is never executed twice.
+Every task gets exactly one reply (see :mod:`.execution`). A task id seen before is
+never executed twice: a repeat gets the recorded reply, or is dropped while it runs.
 """
 
 import asyncio
 import contextlib
 import functools
-import inspect
 import logging
-import time
-import traceback
 import uuid
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError as PydanticValidationError
-from pydantic_core import PydanticSerializationError
-
-from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError, ToolError
+from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError
 from .._logging import DropLog
-from .._protocol.encoding import encode_fields
 from .._protocol.messages import (
     PROTOCOL_VERSION,
     BaseMessage,
     RegisterToolMessage,
     TaskMessage,
-    TaskResultMessage,
-    TaskStatus,
     ToolCancelMessage,
     ToolPingMessage,
     ToolPongMessage,
@@ -41,19 +31,10 @@ from .._protocol.messages import (
     parse_message,
 )
 from .._protocol.topics import Topics
-from .._protocol.validation import describe_problems, pydantic_problems
-from .._telemetry import (
-    ToolMetrics,
-    call_span,
-    end_call_span,
-    parent_context,
-    trace_id_of,
-    use_span,
-)
+from .._telemetry import ToolMetrics
 from .._transport import IncomingMessage, Messager
-from .context import ToolContext, set_current_context
-from .control import CallControl, collect_chunks
-from .replies import error_reply
+from .control import CallControl
+from .execution import TaskExecution
 from .stats import ToolCounters
 from .status import StatusRouter
 from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
@@ -64,8 +45,13 @@ if TYPE_CHECKING:
 logger = logging.getLogger("argentic_tools.tool")
 
 
-class ToolEndpoint:
-    """Serves ``tool`` on ``messager`` under ``topics`` (one per tool and connection)."""
+class ToolEndpoint(TaskExecution):
+    """Serves ``tool`` on ``messager`` under ``topics`` (one per tool and connection).
+
+    It registers the tool and keeps it registered, receives its tasks (never running
+    a task id twice), answers pings and cancellations; running a task and sending its
+    reply is :class:`TaskExecution`'s.
+    """
 
     def __init__(
         self,
@@ -288,7 +274,7 @@ class ToolEndpoint:
         await self.messager.unsubscribe(old, self._on_task)
         self._registrations.clear()
 
-    # -- serving -----------------------------------------------------------------
+    # -- receiving ---------------------------------------------------------------
 
     def _on_task(self, message: IncomingMessage) -> None:
         if not self._accepted:
@@ -367,19 +353,6 @@ class ToolEndpoint:
         runner.add_done_callback(lambda _: self._tasks.pop(key, None))
         return runner
 
-    def _reply_topic(self, reply_to: str | None) -> str:
-        """Where to answer a task or a ping.
-
-        The caller's ``reply_to`` if it is one of this tool's reply topics (a task
-        names its caller's inbox; it cannot point a tool anywhere else), otherwise
-        the shared response topic, as Argentic callers expect.
-        """
-        if reply_to is not None:
-            if self.topics.is_reply_topic(reply_to, self.tool_id):
-                return reply_to
-            self._drops.drop(reply_to, "reply_to is not one of this tool's reply topics")
-        return self.topics.response(self.tool_id)
-
     def _pong(self, ping: ToolPingMessage) -> None:
         """A manager asks whether this instance is alive: answer at once."""
         if ping.tool_id != self.tool_id or ping.reply_to is None:
@@ -396,210 +369,6 @@ class ToolEndpoint:
         with contextlib.suppress(TimeoutError, BrokerError):
             async with asyncio.timeout(5):
                 await self.messager.publish(topic, pong)
-
-    async def _serve(
-        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
-    ) -> None:
-        """Serve one task inside its span, and count it (stats, metrics) however it ends."""
-        started = time.monotonic()
-        span = call_span(
-            self.tool.name,
-            task.call_id or task.task_id,
-            server=True,
-            description=self.tool.manual,
-            parent=parent_context(task.traceparent, task.tracestate),
-        )
-        outcome, size = "cancelled", 0
-        try:
-            with use_span(span):
-                outcome, size = await self._serve_task(task, key, deadline, control)
-        finally:
-            elapsed = time.monotonic() - started
-            self.counters.record(outcome, elapsed)
-            self.metrics.replied(outcome, elapsed, size)
-            end_call_span(span, None if outcome == "success" else outcome)
-
-    async def _serve_task(
-        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
-    ) -> tuple[str, int]:
-        reply: bytes
-        outcome = "timeout"
-        try:
-            if self._limiter is None:
-                reply, outcome = await self._run(task, deadline, control)
-            else:
-                async with self._limiter:
-                    if deadline is not None and time.monotonic() > deadline:
-                        # Its caller has stopped waiting: running it now would be work
-                        # nobody reads, and an agent that retried would see it twice.
-                        reply = self._error(
-                            task,
-                            f"not started: the caller's {task.timeout_seconds:g} s timeout "
-                            f"ran out while it waited for a free slot "
-                            f"(max_concurrency {self.max_concurrency})",
-                            "timeout",
-                        )
-                    else:
-                        reply, outcome = await self._run(task, deadline, control)
-        except asyncio.CancelledError:
-            if control.finished:
-                raise  # cancelled by its caller, and already answered
-            control.close()
-            reason = control.reason or "the tool process is shutting down"
-            reply = self._error(task, f"cancelled before it finished: {reason}", "cancelled")
-            self._recent.finished(key, reply)
-            with contextlib.suppress(Exception):
-                async with asyncio.timeout(1):
-                    await self._publish_reply(reply, task, deadline)
-            raise
-        if control.finished:
-            return "cancelled", 0  # cancelled while it finished: the caller has "cancelled"
-        control.close()
-        self._recent.finished(key, reply)
-        # Chunks and reports queued before the result go first.
-        await control.drain()
-        await self._publish_reply(reply, task, deadline)
-        return outcome, len(reply)
-
-    async def _run(
-        self, task: TaskMessage, deadline: float | None, control: CallControl
-    ) -> tuple[bytes, str]:
-        tool = self.tool
-        context = task.context
-        token = set_current_context(
-            ToolContext(
-                task_id=task.task_id,
-                tool_id=self.tool_id,
-                tool_name=tool.name,
-                call_id=task.call_id,
-                thread_id=context.thread_id if context else None,
-                trace_id=(context.trace_id if context else None) or trace_id_of(task.traceparent),
-                user_id=context.user_id if context else None,
-                deadline=None if deadline is None else time.time() + deadline - time.monotonic(),
-                source=task.source,
-            ).bound_to(control)
-        )
-        started = time.perf_counter()
-        try:
-            kwargs = tool.validate_arguments(task.arguments or {})
-        except PydanticValidationError as exc:
-            problems = pydantic_problems(exc)
-            return self._fail(
-                task,
-                f"invalid arguments: {describe_problems(problems)}",
-                "invalid_arguments",
-                details=problems,
-            )
-        try:
-            running = tool._execute(**kwargs)
-            if inspect.isasyncgen(running):
-                output = await collect_chunks(running, control)  # a BaseTool that yields
-            else:
-                output = await running
-        except ToolError as exc:
-            return self._fail(task, exc.message, "execution_error", details=exc.details)
-        except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply
-            logger.warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
-            return self._fail(
-                task,
-                f"{type(exc).__name__}: {exc}",
-                "execution_error",
-                trace=traceback.format_exc() if self.debug else None,
-            )
-        finally:
-            token.var.reset(token)
-        # Nothing here needs validating; unset fields keep their defaults.
-        fields = {
-            "source": self.messager.client_id,
-            "message_id": task.message_id,
-            "task_id": task.task_id,
-            "tool_id": self.tool_id,
-            "tool_name": tool.name,
-            "arguments": task.arguments,
-            "call_id": task.call_id,
-            "trace": task.trace,
-            "dry_run": task.dry_run,
-            "approval_token": task.approval_token,
-            "status": TaskStatus.SUCCESS,
-            "result": output,
-            "duration_ms": (time.perf_counter() - started) * 1000,
-        }
-        if control.chunks:
-            fields["chunks"] = control.chunks
-            if control.result_in_chunks:
-                fields["result_in_chunks"] = True
-        try:
-            data = encode_fields(TaskResultMessage, fields)
-        except PydanticSerializationError as exc:
-            return self._fail(
-                task,
-                f"the tool returned a value that is not JSON-serialisable "
-                f"({type(output).__name__}): {str(exc).splitlines()[0]}",
-                "execution_error",
-            )
-        if len(data) > self.messager.max_payload_bytes:
-            return self._fail(
-                task,
-                f"the result is {len(data)} bytes, more than the limit of "
-                f"{self.messager.max_payload_bytes} bytes",
-                "execution_error",
-            )
-        return data, "success"
-
-    def _fail(
-        self,
-        task: TaskMessage,
-        text: str,
-        code: str,
-        *,
-        details: Any = None,
-        trace: str | None = None,
-    ) -> tuple[bytes, str]:
-        """An error reply and its outcome (the error code), for the stats."""
-        return self._error(task, text, code, details=details, trace=trace), code
-
-    def _error(
-        self,
-        task: TaskMessage,
-        text: str,
-        code: str,
-        *,
-        details: Any = None,
-        trace: str | None = None,
-    ) -> bytes:
-        return error_reply(
-            task,
-            tool_id=self.tool_id,
-            tool_name=self.tool.name,
-            source=self.messager.client_id,
-            max_bytes=self.messager.max_payload_bytes,
-            text=text,
-            code=code,
-            details=details,
-            trace=trace,
-        )
-
-    async def _publish_reply(self, reply: bytes, task: TaskMessage, deadline: float | None) -> None:
-        # Wait for a lost connection to come back, but not past the caller's patience.
-        patience = _patience(deadline)
-        try:
-            async with asyncio.timeout(patience):
-                await self.messager.publish(self._reply_topic(task.reply_to), reply)
-        except TimeoutError:
-            logger.warning(
-                "tool %r: could not send the reply to task %s: no connection to the broker "
-                "within %.1f s",
-                self.tool.name,
-                task.task_id,
-                patience,
-            )
-        except (BrokerError, PayloadTooLargeError) as exc:
-            logger.warning(
-                "tool %r: could not send the reply to task %s: %s",
-                self.tool.name,
-                task.task_id,
-                exc,
-            )
 
 
 EARLY_TASKS = 256
@@ -619,8 +388,3 @@ def registration_topic(topics: Topics, messager: Messager, owner: str | None = N
         with contextlib.suppress(ValueError):
             return topics.owned_register(owner, messager.client_id)
     return topics.register
-
-
-def _patience(deadline: float | None) -> float:
-    """How long a reply may wait for the connection: the caller's time left, plus a margin."""
-    return 30.0 if deadline is None else max(deadline - time.monotonic(), 0) + 5
