@@ -2,6 +2,7 @@
 
 import types
 import typing
+from pathlib import Path
 
 import argentic_tools
 from argentic_tools import ExportFormat
@@ -104,3 +105,31 @@ def test_every_public_name_is_importable() -> None:
 
 def test_export_formats_are_a_literal_type() -> None:
     assert typing.get_args(ExportFormat) == ("prompt", "openai", "anthropic", "mcp")
+
+
+def test_the_architecture_page_names_every_module_of_the_library() -> None:
+    """docs/architecture.md draws the package tree; a module it does not name is missing."""
+    root = Path(argentic_tools.__file__).parent
+    page = (root.parent / "docs" / "architecture.md").read_text()
+    tree = page.split("```", 2)[1]
+    drawn: set[str] = set()
+    folders: list[tuple[int, str]] = []  # (indent, folder) from the root down
+    for line in tree.splitlines()[1:]:
+        name = line.strip().split(" ", 1)[0]
+        if not name:
+            continue
+        indent = len(line) - len(line.lstrip())
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        path = "/".join([*(folder for _, folder in folders), name.rstrip("/")])
+        if name.endswith("/"):
+            folders.append((indent, name.rstrip("/")))
+        elif name.endswith(".py"):
+            drawn.add(path)
+    modules = {
+        str(path.relative_to(root.parent))
+        for path in root.rglob("*.py")
+        if path.name != "__init__.py" or path.parent == root
+    }
+    assert modules - drawn == set(), "modules missing from docs/architecture.md"
+    assert drawn - modules == set(), "docs/architecture.md names modules that do not exist"
