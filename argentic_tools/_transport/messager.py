@@ -5,8 +5,8 @@ dispatches every incoming message by topic. It reconnects with backoff when
 the broker goes away, subscribes again, and tells its owners through
 reconnect hooks so that they can register again. Given several brokers (the
 nodes of a cluster), it tries them in turn and fails over to the next one when
-its connection dies or a node refuses a subscription. aiomqtt and paho
-exceptions never leave this package: they become
+its connection dies or a node refuses a subscription (see :mod:`.connecting`).
+aiomqtt and paho exceptions never leave this package: they become
 :class:`~argentic_tools.BrokerError`.
 """
 
@@ -15,7 +15,6 @@ import contextlib
 import logging
 import random
 import socket
-import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -28,22 +27,17 @@ from .._logging import InstanceLogger, LogLevel
 from .._protocol.messages import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     BaseMessage,
-    ClientOfflineMessage,
     encode,
 )
 from .._protocol.topics import DEFAULT_REGISTER_TOPIC
 from .._telemetry import connection_reconnected
 from . import _internals
+from .connecting import ATTEMPT_SECONDS, BrokerConnecting, suback_refused
 from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions
-from .url import BrokerURL, build_tls_context, make_client_id, parse_brokers
+from .url import build_tls_context, make_client_id, parse_brokers
 
 logger = logging.getLogger("argentic_tools.transport")
 _T = TypeVar("_T")
-_aiomqtt_logger = logging.getLogger("argentic_tools.aiomqtt")
-# aiomqtt warns about every publish beyond ten in flight; that is our normal load.
-_aiomqtt_logger.setLevel(logging.ERROR)
-
-_NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
 
 MAX_UNACKED = 256
 """QoS 1 publishes awaiting their PUBACK at once; more wait their turn.
@@ -54,40 +48,11 @@ once: 6.6 KB per pending call against 3.9 KB with this window, and the burst too
 3.7 s against 2.8 s. On loopback a window of 64 already keeps the broker busy."""
 
 
-def _describe_mqtt_error(exc: Exception) -> str:
-    if isinstance(exc, aiomqtt.MqttCodeError):
-        rc = exc.rc
-        text = str(rc)
-        lowered = text.lower()
-        if "not authori" in lowered or "bad user" in lowered or rc in (4, 5, 134, 135):
-            return f"refused the connection: not authorised ({text})"
-        return f"refused the connection ({text})"
-    return str(exc) or type(exc).__name__
-
-
-ATTEMPT_SECONDS = 3.0
-"""With several brokers, how long one connection attempt may take before the next
-address is tried (a node that is down but not refusing would otherwise hold the
-whole ``connect_timeout``)."""
-
-SUBSCRIBE_BATCH = 64
-"""Filters per SUBSCRIBE packet when a connection is (re-)established: a process
-serving a thousand tools subscribes again in a few round trips, not a thousand."""
-
 RECONNECT_WARN_SECONDS = 10.0
 """While reconnecting fails, a warning at most this often (the first one at once)."""
 
-REFUSALS_FOR_FRESH_SESSION = 2
-"""Attempts in a row on which a broker refused a subscription before a kept session
-is given up there: a session pinned to a dead node's queues can refuse for good."""
 
-
-def _refused(codes: Any) -> bool:
-    """True when a SUBACK refused a filter (return code 0x80 or any failure code)."""
-    return any(getattr(code, "value", code) >= 0x80 for code in codes)
-
-
-class Messager(AsyncResource):
+class Messager(BrokerConnecting, AsyncResource):
     """One MQTT connection shared by a manager and/or tools in a process.
 
     Create it, then either ``await messager.connect()`` ... ``await
@@ -357,7 +322,7 @@ class Messager(AsyncResource):
             except aiomqtt.MqttError as exc:
                 # The reconnect path subscribes again; report, do not lose the handler.
                 raise BrokerError(f"subscribing to {topic!r} failed: {exc}") from None
-            if _refused(codes):
+            if suback_refused(codes):
                 # Never ignored: a client that believes it subscribed would wait forever.
                 self._subscriptions.remove(topic, handler)
                 raise BrokerError(
@@ -465,135 +430,6 @@ class Messager(AsyncResource):
         for future in acks.values():
             if not future.done():
                 future.set_result(None)
-
-    def _new_client(
-        self, broker: BrokerURL, will: aiomqtt.Will | None, *, clean_session: bool
-    ) -> aiomqtt.Client:
-        return aiomqtt.Client(
-            broker.host,
-            broker.port,
-            identifier=self.client_id,
-            username=broker.username,
-            password=broker.password,
-            keepalive=self.keepalive,
-            will=will,
-            clean_session=clean_session,
-            tls_context=self.tls_context if broker.tls or self.tls_params else None,
-            socket_options=_NODELAY,
-            timeout=self.attempt_timeout,
-            logger=_aiomqtt_logger,
-            max_inflight_messages=0,  # unlimited, so paho skips its O(n) scan per PUBACK
-        )
-
-    async def _end_session(self, broker: BrokerURL | None = None) -> None:
-        """Connect once more with a clean session: MQTT 3.1.1's only way to end one."""
-        client = self._new_client(broker or self.brokers[self._at], None, clean_session=True)
-        try:
-            async with asyncio.timeout(min(self.attempt_timeout, 2.0)):
-                await client.__aenter__()
-                await client.__aexit__(None, None, None)
-        except Exception as exc:  # noqa: BLE001 - best effort: the broker's expiry remains
-            _internals.close_socket(client)
-            self.logger.warning("could not end the MQTT session of %s: %s", self.client_id, exc)
-        finally:
-            _internals.settle(client)
-
-    async def _open(self, *, after_loss: bool = False) -> aiomqtt.Client:
-        """Connect to the first broker that accepts, starting with the current one.
-
-        After a lost connection the next broker is tried first: the one that just
-        failed is the least likely to be healthy.
-        """
-        count = len(self.brokers)
-        start = (self._at + 1) % count if after_loss else self._at
-        problems = []
-        for step in range(count):
-            index = (start + step) % count
-            try:
-                client = await self._open_at(index)
-            except BrokerUnavailableError as exc:
-                problems.append(str(exc))
-                continue
-            self._at = index
-            broker = self.brokers[index]
-            self.broker_address, self.port = broker.host, broker.port
-            return client
-        if count == 1:
-            raise BrokerUnavailableError(problems[0])
-        raise BrokerUnavailableError(
-            f"cannot connect to any of the {count} MQTT brokers: " + "; ".join(problems)
-        )
-
-    async def _open_at(self, index: int) -> aiomqtt.Client:
-        broker = self.brokers[index]
-        if self.persistent_session and self.fresh_session_on_failover:
-            moved = self._session_at is not None and self._session_at != index
-            if moved or self._refusals >= REFUSALS_FOR_FRESH_SESSION:
-                # The session may be pinned to a dead node's queues: start afresh here.
-                self.logger.info("starting a fresh MQTT session on %s", broker)
-                await self._end_session(broker)
-                self._refusals = 0
-        will = None
-        if self.will_topic:
-            will = aiomqtt.Will(
-                self.will_topic, encode(ClientOfflineMessage(source=self.client_id)), qos=1
-            )
-        client = self._new_client(broker, will, clean_session=not self.persistent_session)
-        # Dispatch straight from paho's callback (it runs on the event loop): no queue,
-        # no task and no wait per message, which is most of a round trip's cost.
-        _internals.install_callbacks(client, self._on_paho_message, self._on_puback)
-        where = f"{broker.host}:{broker.port}"
-        problem: str | None = None
-        try:
-            async with asyncio.timeout(self.attempt_timeout):
-                await client.__aenter__()
-        except TimeoutError:
-            problem = f"no answer within {self.attempt_timeout:g} s"
-        except aiomqtt.MqttError as exc:
-            problem = _describe_mqtt_error(exc)
-        except (OSError, ssl.SSLError) as exc:
-            problem = str(exc) or type(exc).__name__
-        if problem is not None:
-            _internals.close_socket(client)
-            raise BrokerUnavailableError(
-                f"cannot connect to the MQTT broker at {where}: {problem}"
-            ) from None
-        filters = self._subscriptions.filters()
-        refused: str | None = None
-        try:
-            async with asyncio.timeout(self.connect_timeout):
-                for first in range(0, len(filters), SUBSCRIBE_BATCH):
-                    batch = filters[first : first + SUBSCRIBE_BATCH]
-                    codes = await client.subscribe([(topic, 1) for topic in batch])
-                    if _refused(codes):
-                        refused = next(
-                            t for t, c in zip(batch, list(codes), strict=False) if _refused([c])
-                        )
-                        break
-        except (aiomqtt.MqttError, TimeoutError) as exc:
-            # RabbitMQ answers a subscription it cannot serve (a queue whose node is
-            # down) by closing the connection or not at all: a refusal too.
-            self._refusals += 1
-            with contextlib.suppress(Exception):
-                await client.__aexit__(None, None, None)
-            _internals.settle(client)
-            raise BrokerUnavailableError(
-                f"subscribing at {where} failed: {exc or 'no answer'}"
-            ) from None
-        if refused is not None:
-            # A node that cannot serve a subscription (a session pinned to a dead node,
-            # a cluster still recovering) must not leave this client connected and deaf.
-            self._refusals += 1
-            with contextlib.suppress(Exception):
-                await client.__aexit__(None, None, None)
-            _internals.settle(client)
-            raise BrokerUnavailableError(
-                f"the broker at {where} refused the subscription to {refused!r}"
-            )
-        self._refusals = 0
-        if self.persistent_session:
-            self._session_at = index
-        return client
 
     async def _run(self) -> None:
         backoff = 0.05
