@@ -184,7 +184,7 @@ class BrokerConnecting:
                 f"cannot connect to the MQTT broker at {where}: {problem}"
             ) from None
         filters = self._subscriptions.filters()
-        refused: str | None = None
+        failure: str | None = None
         try:
             async with asyncio.timeout(self.connect_timeout):
                 for first in range(0, len(filters), SUBSCRIBE_BATCH):
@@ -196,27 +196,20 @@ class BrokerConnecting:
                             for topic, code in zip(batch, list(codes), strict=False)
                             if suback_refused([code])
                         )
+                        failure = f"the broker at {where} refused the subscription to {refused!r}"
                         break
         except (aiomqtt.MqttError, TimeoutError) as exc:
             # RabbitMQ answers a subscription it cannot serve (a queue whose node is
             # down) by closing the connection or not at all: a refusal too.
-            self._refusals += 1
-            with contextlib.suppress(Exception):
-                await client.__aexit__(None, None, None)
-            _internals.settle(client)
-            raise BrokerUnavailableError(
-                f"subscribing at {where} failed: {exc or 'no answer'}"
-            ) from None
-        if refused is not None:
+            failure = f"subscribing at {where} failed: {exc or 'no answer'}"
+        if failure is not None:
             # A node that cannot serve a subscription (a session pinned to a dead node,
             # a cluster still recovering) must not leave this client connected and deaf.
             self._refusals += 1
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
             _internals.settle(client)
-            raise BrokerUnavailableError(
-                f"the broker at {where} refused the subscription to {refused!r}"
-            )
+            raise BrokerUnavailableError(failure)
         self._refusals = 0
         if self.persistent_session:
             self._session_at = index
