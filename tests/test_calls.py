@@ -1,6 +1,7 @@
 """Calling tools through a real mosquitto: results, errors, timeouts and batches."""
 
 import json
+from typing import Any
 
 import aiomqtt
 import anyio
@@ -15,6 +16,7 @@ from argentic_tools import (
     ToolCallRequest,
     ToolManager,
     ToolRegisteredMessage,
+    ToolResult,
     ToolService,
     ToolUnavailableError,
     Topics,
@@ -242,6 +244,44 @@ async def test_each_batch_request_carries_its_own_timeout(
     # call_id is the caller's label; the task id is the manager's own, unique per call.
     assert results[1].ok and results[1].call_id == "fast" and results[1].task_id != "fast"
     assert any_errors
+
+
+class AuditedManager(ToolManager):
+    """A subclass that wraps every call, as an application adding its own audit would."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.audited: list[tuple[str, str | None, float | None]] = []
+
+    async def execute_tool(
+        self,
+        tool_name_or_id: str,
+        arguments: dict[str, Any],
+        task_id_override: str | None = None,
+        timeout: float | None = None,
+        **options: Any,
+    ) -> ToolResult:
+        self.audited.append((tool_name_or_id, options.get("call_id"), timeout))
+        return await super().execute_tool(
+            tool_name_or_id, arguments, task_id_override, timeout, **options
+        )
+
+
+async def test_a_subclass_execute_tool_sees_batched_calls_too(
+    mosquitto: Mosquitto, tool_process: ToolProcess, topics: Topics
+) -> None:
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        AuditedManager(messager, topics=topics) as manager,
+    ):
+        await ready(manager)
+        results, _ = await manager.get_tool_results(
+            [ToolCallRequest(tool_id="echo", arguments={"message": "a"}, call_id="a", timeout=9)]
+        )
+        parsed = [{"call_id": "b", "tool_name": "echo", "arguments": {"message": "b"}}]
+        results += await manager.execute_tools(parsed, timeout=8)
+    assert [r.result for r in results] == ["a", "b"]
+    assert manager.audited == [("echo", "a", 9), ("echo", "b", 8)]
 
 
 async def test_context_and_call_id_reach_the_tool(

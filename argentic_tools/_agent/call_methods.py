@@ -17,6 +17,19 @@ from .progress import BatchProgressCallback, ProgressCallback, for_call, long_ca
 from .running import CallRunner
 from .streams import ToolStream
 
+_CallArguments = tuple[
+    str,
+    Any,
+    str | None,
+    float | None,
+    str | None,
+    CallContext | None,
+    ProgressCallback | None,
+    float | None,
+    float | None,
+]
+"""One call as :meth:`CallMethods.execute_tool` takes it, in its parameters' order."""
+
 
 class CallMethods:
     """Calling tools; :class:`ToolManager` inherits these, and the attributes below."""
@@ -161,25 +174,22 @@ class CallMethods:
             The results in request order, and whether any of them failed.
 
         """
-        # The settings of every call are read before any starts (a bad idle_timeout
-        # raises before anything is sent), and each call runs as the runner's own
-        # coroutine, without an execute_tool frame around it (~0.35 KB a call): thousands
-        # at once are the case this serves.
-        specs = [
-            self._spec(
-                request.tool_id,
-                request.arguments,
-                None,
-                request.timeout,
-                request.call_id,
-                request.context,
-                request.on_progress,
-                request.idle_timeout,
-                request.max_duration,
-            )
-            for request in tool_call_requests
-        ]
-        results = await asyncio.gather(*(self._call(spec) for spec in specs))
+        results = await self._batch(
+            [
+                (
+                    request.tool_id,
+                    request.arguments,
+                    None,
+                    request.timeout,
+                    request.call_id,
+                    request.context,
+                    request.on_progress,
+                    request.idle_timeout,
+                    request.max_duration,
+                )
+                for request in tool_call_requests
+            ]
+        )
         return list(results), any(not r.ok for r in results)
 
     async def execute_tools(
@@ -205,19 +215,42 @@ class CallMethods:
         :meth:`execute_tool`.
         """
         context = CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id)
-        specs = [
-            self._spec(
-                call_field(call, "tool_name", "toolName"),
-                call_field(call, "arguments", "arguments"),
-                None,
-                timeout,
-                call_field(call, "call_id", "callId"),
-                context,
-                for_call(on_progress, call_field(call, "call_id", "callId")),
-                idle_timeout,
-                max_duration,
+        return await self._batch(
+            [
+                (
+                    call_field(call, "tool_name", "toolName"),
+                    call_field(call, "arguments", "arguments"),
+                    None,
+                    timeout,
+                    call_field(call, "call_id", "callId"),
+                    context,
+                    for_call(on_progress, call_field(call, "call_id", "callId")),
+                    idle_timeout,
+                    max_duration,
+                )
+                for call in calls
+            ]
+        )
+
+    async def _batch(self, batch: list[_CallArguments]) -> list[ToolResult]:
+        """Run calls concurrently, each as :meth:`execute_tool` would; results in order."""
+        # Every call's settings are read before any starts: a bad idle_timeout raises
+        # before anything is sent.
+        specs = [self._spec(*arguments) for arguments in batch]
+        if type(self).execute_tool is not CallMethods.execute_tool:
+            # A subclass's own execute_tool sees every call, batched ones too.
+            overridden = (
+                self.execute_tool(
+                    *call[:4],
+                    call_id=call[4],
+                    context=call[5],
+                    on_progress=call[6],
+                    idle_timeout=call[7],
+                    max_duration=call[8],
+                )
+                for call in batch
             )
-            for call in calls
-        ]
-        results = await asyncio.gather(*(self._call(spec) for spec in specs))
-        return list(results)
+            return list(await asyncio.gather(*overridden))
+        # Otherwise each call runs as the runner's own coroutine, without an execute_tool
+        # frame around it (~0.35 KB a call): thousands at once are the case this serves.
+        return list(await asyncio.gather(*(self._call(spec) for spec in specs)))
