@@ -110,6 +110,42 @@ async def test_invalid_arguments_give_an_error_before_anything_is_published(
         assert first_task.task_id == good.task_id
 
 
+async def test_text_utf8_cannot_carry_is_refused_and_never_sent(
+    mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
+) -> None:
+    info = await manager.wait_for_tool("echo", timeout=15)
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
+        await spy.subscribe(topics.call(info.id), qos=1)
+        # A lone surrogate: a Python str, but no UTF-8 (so no JSON on the wire) for it.
+        in_arguments = await manager.execute_tool("echo", {"message": "half \ud800"})
+        assert isinstance(in_arguments, TaskErrorMessage)
+        assert in_arguments.error_code == "invalid_arguments"
+        assert in_arguments.error == (
+            "Tool 'echo': invalid arguments: $.message is a string that UTF-8 cannot "
+            "carry (a lone surrogate)"
+        )
+        in_a_key = await manager.execute_tool("echo", {"message": "ok", "\udfff": 1})
+        assert isinstance(in_a_key, TaskErrorMessage)
+        assert "$ has a key that UTF-8 cannot carry" in in_a_key.error
+        # The context is checked last, when the task is built to be sent.
+        in_context = await manager.execute_tool(
+            "echo", {"message": "ok"}, context=CallContext(thread_id="\ud800")
+        )
+        assert isinstance(in_context, TaskErrorMessage)
+        assert in_context.error_code == "invalid_arguments"
+        assert in_context.error.startswith(
+            "Tool 'echo': invalid arguments: they cannot be sent as JSON: "
+        )
+        good = await manager.execute_tool("echo", {"message": "ok"})
+        assert good.ok, good
+        with anyio.fail_after(5):
+            first = await anext(aiter(spy.messages))
+        first_task = parse_message(first.payload)
+        assert isinstance(first_task, TaskMessage)
+        assert first_task.task_id == good.task_id
+    assert manager.pending_calls == 0
+
+
 class _SessionContext(CallContext):
     """An application's own context, with a field that is not the protocol's."""
 

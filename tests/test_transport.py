@@ -105,6 +105,39 @@ async def test_oversized_publish_is_refused_before_sending(mosquitto: Mosquitto)
             await messager.publish("x/y", b"z" * 101)
 
 
+async def test_a_payload_built_at_its_turn_is_built_once_checked_and_delivered(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    received: list[bytes] = []
+    done = anyio.Event()
+    builds: list[str] = []
+
+    def build(text: str) -> bytes:
+        builds.append(text)
+        return text.encode()
+
+    def unbuildable() -> bytes:
+        raise ValueError("cannot build this one")
+
+    def handler(message: IncomingMessage) -> None:
+        received.append(message.payload)
+        if len(received) == 2:
+            done.set()
+
+    async with Messager(mosquitto.url, will_topic=None, max_payload_bytes=100) as messager:
+        await messager.subscribe(f"{prefix}/built", handler)
+        await messager.publish(f"{prefix}/built", lambda: build("first"))
+        await messager.publish(f"{prefix}/built", lambda: build("at most once"), qos=0)
+        with pytest.raises(PayloadTooLargeError, match="exceeds the limit of 100 bytes"):
+            await messager.publish(f"{prefix}/built", lambda: build("z" * 101))
+        with pytest.raises(ValueError, match="cannot build this one"):
+            await messager.publish(f"{prefix}/built", unbuildable)
+        with anyio.fail_after(5):
+            await done.wait()
+    assert builds == ["first", "at most once", "z" * 101]
+    assert received == [b"first", b"at most once"]
+
+
 def test_client_ids_are_unique_across_processes_started_together() -> None:
     code = "from argentic_tools import Messager; print(Messager().client_id)"
     procs = [

@@ -8,6 +8,7 @@ manager owns, so closing the manager waits for it briefly instead of dropping it
 import asyncio
 import logging
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .._lifecycle import TaskSet
@@ -37,8 +38,10 @@ class Delivery:
         self._logger = logger
         self._tasks = tasks
 
-    async def send(self, entry: Entry, task: bytes) -> int:
+    async def send(self, entry: Entry, task: Callable[[], bytes]) -> int:
         """Publish a task on a connection the tool is known to be subscribed on.
+
+        ``task`` builds the task's bytes (the same each time) when it can go out.
 
         After the manager's connection is re-established (the broker may have restarted
         and lost every subscription), wait until the tool has registered again, and send

@@ -14,6 +14,10 @@ class ToolGoneError(Exception):
     """The tool left the registry while a call waited for it."""
 
 
+class UnsendableTaskError(Exception):
+    """A call's task could not be encoded as JSON when its turn to be sent came."""
+
+
 @dataclass(slots=True)
 class CallSpec:
     """What the caller asked for: one call, before it is checked."""
@@ -48,9 +52,6 @@ class Pending:
     timestamp: float
     """When the task was built (``time.time()``): its ``timestamp``, and with ``wait``
     its ``deadline``."""
-    task: bytes | None = None
-    """The encoded task until its first publish; then None (:meth:`CallBook.encoded`
-    builds the same bytes again for a resend)."""
     window: Window | None = None
     """The tool instance's window while this call holds a slot in it."""
     published: bool = False

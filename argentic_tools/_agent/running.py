@@ -10,6 +10,7 @@ exactly one result, and a published task the caller gave up on gets a TOOL_CANCE
 
 import asyncio
 import dataclasses
+import functools
 import time
 from collections.abc import Callable
 
@@ -30,7 +31,7 @@ from .delivery import Delivery
 from .liveness import Liveness
 from .membership import Membership
 from .observations import ObservationPump, observation_of
-from .pending import CallSpec, Pending, ToolGoneError
+from .pending import CallSpec, Pending, ToolGoneError, UnsendableTaskError
 from .policy import ToolPolicy
 
 CANCEL_SEND_SECONDS = 2.0
@@ -114,7 +115,7 @@ class CallRunner:
                             if watch.idle is not None:  # the idle time counts from the send
                                 timer.reschedule(watch.first_deadline(loop))
                         call.sent_on = await self._delivery.send(
-                            call.entry, self._calls.unload(call)
+                            call.entry, functools.partial(self._calls.encoded, call)
                         )
                         if watch is None:
                             result: ToolResult = await call.future
@@ -138,6 +139,13 @@ class CallRunner:
                     raise
                 except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
                     result = self._calls.undeliverable(call, exc)
+                except UnsendableTaskError as exc:
+                    result = self._calls.failed(
+                        call,
+                        f"Tool '{call.tool_name}': invalid arguments: they cannot be sent as "
+                        f"JSON: {exc}",
+                        "invalid_arguments",
+                    )
                 except _UnsentError:
                     result = call.future.result()
                 finally:

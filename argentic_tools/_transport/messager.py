@@ -343,7 +343,7 @@ class Messager(BrokerConnecting, AsyncResource):
     async def publish(
         self,
         topic: str,
-        payload: BaseMessage | bytes | str,
+        payload: BaseMessage | bytes | str | Callable[[], bytes],
         qos: int = 1,
         retain: bool = False,
     ) -> None:
@@ -352,19 +352,17 @@ class Messager(BrokerConnecting, AsyncResource):
         While the connection is being re-established this waits for it; wrap
         the call in a deadline (``anyio.fail_after``) to bound that wait.
 
+        ``payload`` may also be a function returning the bytes: it is called once the
+        message can go out (its turn in the window of :data:`MAX_UNACKED`
+        unacknowledged publishes), so thousands of queued publishes hold no payloads.
+        What it raises, this raises.
+
         Raises:
             PayloadTooLargeError: The encoded payload exceeds ``max_payload_bytes``.
             BrokerError: The Messager is closed, or the broker rejected the publish.
 
         """
-        data = encode(payload) if isinstance(payload, BaseMessage) else payload
-        if isinstance(data, str):
-            data = data.encode()
-        if len(data) > self.max_payload_bytes:
-            raise PayloadTooLargeError(
-                f"payload of {len(data)} bytes for {topic!r} exceeds the limit of "
-                f"{self.max_payload_bytes} bytes"
-            )
+        data = None if callable(payload) else self._checked(topic, payload)
         while True:
             if self._closing or not self._entered:
                 raise BrokerError("the MQTT connection is closed")
@@ -375,10 +373,14 @@ class Messager(BrokerConnecting, AsyncResource):
                     # with thousands of publishes queued for the window, each frame a
                     # queued publish holds costs ~0.2 KB per publish.
                     if qos == 0:
+                        if data is None:
+                            data = self._checked(topic, payload)
                         _internals.publish_raw(client, topic, data, 0, retain)
                         return
                     await self._window.acquire()
                     try:
+                        if data is None:
+                            data = self._checked(topic, payload)
                         mid = self._publish_acked(client, topic, data, qos, retain)
                         if mid is not None:
                             ack = self._acks[mid]
@@ -402,6 +404,25 @@ class Messager(BrokerConnecting, AsyncResource):
             await self._connected.wait()
 
     # -- internals ---------------------------------------------------------
+
+    def _checked(
+        self, topic: str, payload: BaseMessage | bytes | str | Callable[[], bytes]
+    ) -> bytes:
+        """The payload as bytes, within ``max_payload_bytes``."""
+        if isinstance(payload, BaseMessage):
+            data = encode(payload)
+        elif isinstance(payload, str):
+            data = payload.encode()
+        elif isinstance(payload, bytes):
+            data = payload
+        else:
+            data = payload()
+        if len(data) > self.max_payload_bytes:
+            raise PayloadTooLargeError(
+                f"payload of {len(data)} bytes for {topic!r} exceeds the limit of "
+                f"{self.max_payload_bytes} bytes"
+            )
+        return data
 
     def _publish_acked(
         self, client: aiomqtt.Client, topic: str, data: bytes, qos: int, retain: bool
