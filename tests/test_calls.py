@@ -23,7 +23,7 @@ from argentic_tools import (
     parse_message,
     tool,
 )
-from argentic_tools._agent import membership
+from argentic_tools._agent import delivery, membership
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess, manager_for, messager_for, ready
@@ -264,6 +264,40 @@ async def test_get_tool_results_runs_concurrently_and_keeps_request_order(
     assert [r.result for r in results if r.tool_name == "meet"] == [10] * 10
     assert results[3].result == "third"
     assert any_errors is True
+
+
+async def test_tasks_wait_their_turn_to_be_published_and_none_is_lost(
+    mosquitto: Mosquitto, tool_process: ToolProcess, topics: Topics, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(delivery, "SENDING", 4)
+    inside = peak = 0
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics) as manager,
+    ):
+        await ready(manager)
+        publish = messager.publish
+
+        async def counting(topic: str, payload: Any, *args: Any, **kwargs: Any) -> None:
+            nonlocal inside, peak
+            if not topic.startswith(topics.call_base + "/"):
+                return await publish(topic, payload, *args, **kwargs)
+            inside += 1
+            peak = max(peak, inside)
+            try:
+                await publish(topic, payload, *args, **kwargs)
+            finally:
+                inside -= 1
+
+        monkeypatch.setattr(messager, "publish", counting)
+        requests = [
+            ToolCallRequest(tool_id="echo", arguments={"message": f"m{n}"}) for n in range(200)
+        ]
+        with anyio.fail_after(60):
+            results, failed = await manager.get_tool_results(requests)
+    assert not failed
+    assert [r.result for r in results] == [f"m{n}" for n in range(200)]
+    assert peak == 4  # the turn came to four tasks at a time, never more
 
 
 async def test_each_batch_request_carries_its_own_timeout(

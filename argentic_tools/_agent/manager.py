@@ -160,7 +160,12 @@ class ToolManager(CallMethods, AsyncResource):
             self._registry, messager, self.topics, self.inbox, self.logger, self._background
         )
         self._delivery = Delivery(
-            messager, self.topics, self._registry, self.logger, self._background
+            messager,
+            self.topics,
+            self._registry,
+            self.logger,
+            self._background,
+            self._calls.encoded,
         )
         self._membership = Membership(
             self._registry,

@@ -10,7 +10,6 @@ exactly one result, and a published task the caller gave up on gets a TOOL_CANCE
 
 import asyncio
 import dataclasses
-import functools
 import time
 from collections.abc import Callable
 
@@ -114,9 +113,7 @@ class CallRunner:
                             watch.timer = timer
                             if watch.idle is not None:  # the idle time counts from the send
                                 timer.reschedule(watch.first_deadline(loop))
-                        call.sent_on = await self._delivery.send(
-                            call.entry, functools.partial(self._calls.encoded, call)
-                        )
+                        call.sent_on = await self._delivery.send(call)
                         if watch is None:
                             result: ToolResult = await call.future
                         else:
