@@ -127,14 +127,14 @@ async def test_text_utf8_cannot_carry_is_refused_and_never_sent(
         in_a_key = await manager.execute_tool("echo", {"message": "ok", "\udfff": 1})
         assert isinstance(in_a_key, TaskErrorMessage)
         assert "$ has a key that UTF-8 cannot carry" in in_a_key.error
-        # The context is checked last, when the task is built to be sent.
         in_context = await manager.execute_tool(
             "echo", {"message": "ok"}, context=CallContext(thread_id="\ud800")
         )
         assert isinstance(in_context, TaskErrorMessage)
         assert in_context.error_code == "invalid_arguments"
-        assert in_context.error.startswith(
-            "Tool 'echo': invalid arguments: they cannot be sent as JSON: "
+        assert in_context.error == (
+            "Tool 'echo': the context's thread_id is a string that UTF-8 cannot carry "
+            "(a lone surrogate)"
         )
         good = await manager.execute_tool("echo", {"message": "ok"})
         assert good.ok, good
@@ -298,6 +298,45 @@ async def test_tasks_wait_their_turn_to_be_published_and_none_is_lost(
     assert not failed
     assert [r.result for r in results] == [f"m{n}" for n in range(200)]
     assert peak == 4  # the turn came to four tasks at a time, never more
+
+
+async def test_a_call_cancelled_while_it_waits_for_its_turn_is_never_sent(
+    mosquitto: Mosquitto, tool_process: ToolProcess, topics: Topics, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(delivery, "SENDING", 1)
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics) as manager,
+    ):
+        info = await manager.wait_for_tool("echo", timeout=15)
+        async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
+            await spy.subscribe(topics.call(info.id), qos=1)
+            results: dict[str, Any] = {}
+
+            async def call(n: int) -> None:
+                results[f"c{n}"] = await manager.execute_tool(
+                    "echo", {"message": f"m{n}"}, task_id_override=f"c{n}"
+                )
+
+            with anyio.fail_after(30):
+                async with anyio.create_task_group() as group:
+                    for n in range(30):
+                        group.start_soon(call, n)
+                    # The last call is queued behind 29 others, one at a time.
+                    while not await manager.cancel("c29", reason="changed my mind"):
+                        await anyio.lowlevel.checkpoint()
+                # Everything the manager sent is in front of this marker.
+                await messager.publish(topics.call(info.id), b"marker")
+                tasks = []
+                async for message in spy.messages:
+                    if message.payload == b"marker":
+                        break
+                    parsed = parse_message(message.payload)
+                    if type(parsed) is TaskMessage:
+                        tasks.append(parsed.arguments)
+    assert results["c29"].status == TaskStatus.CANCELLED
+    assert [results[f"c{n}"].result for n in range(29)] == [f"m{n}" for n in range(29)]
+    assert len(tasks) == 29 and {"message": "m29"} not in tasks
 
 
 async def test_each_batch_request_carries_its_own_timeout(

@@ -21,7 +21,7 @@ def unsendable(arguments: dict[str, Any]) -> str | None:
             for key, item in value.items():
                 if not isinstance(key, str):
                     return f"{path} has a key that is not a string: {key!r:.60}"
-                if not _utf8(key):
+                if not utf8_safe(key):
                     return f"{path} has a key that UTF-8 cannot carry (a lone surrogate)"
                 stack.append((item, depth + 1, f"{path}.{key}"))
         elif isinstance(value, list | tuple):
@@ -32,12 +32,12 @@ def unsendable(arguments: dict[str, Any]) -> str | None:
             return f"{path} is {value}, which JSON cannot carry"
         elif not isinstance(value, _JSON_SCALARS):
             return f"{path} is a {type(value).__name__}, which is not a JSON value"
-        elif isinstance(value, str) and not _utf8(value):
+        elif isinstance(value, str) and not utf8_safe(value):
             return f"{path} is a string that UTF-8 cannot carry (a lone surrogate)"
     return None
 
 
-def _utf8(text: str) -> bool:
+def utf8_safe(text: str) -> bool:
     """True when ``text`` can be encoded as UTF-8 (it holds no lone surrogate)."""
     if text.isascii():
         return True

@@ -56,7 +56,8 @@ class CallMethods:
         Args:
             tool_name_or_id: Tool name, or a tool id to pick one instance.
             arguments: Arguments object; checked against the tool's JSON Schema
-                before anything is published.
+                before anything is published. It is read again when the task goes
+                out (and for a resend), so leave it unchanged until the call returns.
             task_id_override: The caller's label for this call, returned as the
                 result's ``task_id``. The task on the wire always gets a fresh id:
                 labels repeat (LLM call ids do), and a reused wire id would be

@@ -58,11 +58,14 @@ class Delivery:
         again if the connection changed while publishing. Tools execute a task id once.
 
         Returns:
-            The connection (``messager.connections``) the task went out on.
+            The connection (``messager.connections``) the task went out on; 0 when the
+            call ended before its task could go out (it is then never sent).
 
         """
         tool_id = call.tool_id
         while True:
+            if call.future.done():
+                return 0  # ended while it waited for its tool to register again
             if not self.messager.is_connected():
                 # Decide after the reconnection: published the moment the connection is
                 # back, the task would go out again once the tool has re-registered.
@@ -74,6 +77,10 @@ class Delivery:
                 await self.registry.changed()
                 continue
             async with self._sending:
+                if call.future.done():
+                    # Ended while it waited for its turn (cancelled, its manager closed):
+                    # sent now, it would reach the tool after its cancellation.
+                    return 0
                 sent_on = self.messager.connections
                 # One topic string for all the tasks queued to a tool, not one per task.
                 topic = sys.intern(self.topics.call(tool_id))

@@ -413,10 +413,10 @@ class Messager(BrokerConnecting, AsyncResource):
             data = encode(payload)
         elif isinstance(payload, str):
             data = payload.encode()
-        elif isinstance(payload, bytes):
-            data = payload
-        else:
+        elif callable(payload):
             data = payload()
+        else:
+            data = payload  # bytes (or any bytes-like object paho takes)
         if len(data) > self.max_payload_bytes:
             raise PayloadTooLargeError(
                 f"payload of {len(data)} bytes for {topic!r} exceeds the limit of "
