@@ -121,13 +121,14 @@ async def test_a_payload_built_at_its_turn_is_built_once_checked_and_delivered(
 
     def handler(message: IncomingMessage) -> None:
         received.append(message.payload)
-        if len(received) == 2:
+        if len(received) == 3:
             done.set()
 
     async with Messager(mosquitto.url, will_topic=None, max_payload_bytes=100) as messager:
         await messager.subscribe(f"{prefix}/built", handler)
         await messager.publish(f"{prefix}/built", lambda: build("first"))
         await messager.publish(f"{prefix}/built", lambda: build("at most once"), qos=0)
+        await messager.publish(f"{prefix}/built", bytearray(b"bytes-like"))  # not a builder
         with pytest.raises(PayloadTooLargeError, match="exceeds the limit of 100 bytes"):
             await messager.publish(f"{prefix}/built", lambda: build("z" * 101))
         with pytest.raises(ValueError, match="cannot build this one"):
@@ -135,7 +136,7 @@ async def test_a_payload_built_at_its_turn_is_built_once_checked_and_delivered(
         with anyio.fail_after(5):
             await done.wait()
     assert builds == ["first", "at most once", "z" * 101]
-    assert received == [b"first", b"at most once"]
+    assert received == [b"first", b"at most once", b"bytes-like"]
 
 
 def test_client_ids_are_unique_across_processes_started_together() -> None:

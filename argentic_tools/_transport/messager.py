@@ -343,7 +343,7 @@ class Messager(BrokerConnecting, AsyncResource):
     async def publish(
         self,
         topic: str,
-        payload: BaseMessage | bytes | str | Callable[[], bytes],
+        payload: BaseMessage | bytes | bytearray | str | Callable[[], bytes],
         qos: int = 1,
         retain: bool = False,
     ) -> None:
@@ -406,7 +406,7 @@ class Messager(BrokerConnecting, AsyncResource):
     # -- internals ---------------------------------------------------------
 
     def _checked(
-        self, topic: str, payload: BaseMessage | bytes | str | Callable[[], bytes]
+        self, topic: str, payload: BaseMessage | bytes | bytearray | str | Callable[[], bytes]
     ) -> bytes:
         """The payload as bytes, within ``max_payload_bytes``."""
         if isinstance(payload, BaseMessage):
@@ -416,7 +416,7 @@ class Messager(BrokerConnecting, AsyncResource):
         elif callable(payload):
             data = payload()
         else:
-            data = payload  # bytes (or any bytes-like object paho takes)
+            data = bytes(payload)  # the object itself when it is bytes already
         if len(data) > self.max_payload_bytes:
             raise PayloadTooLargeError(
                 f"payload of {len(data)} bytes for {topic!r} exceeds the limit of "
