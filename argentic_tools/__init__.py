@@ -44,14 +44,25 @@ from ._errors import (
     ValidationError,
 )
 from ._logging import LogLevel
-from ._protocol.messages import (
-    PROTOCOL_VERSION,
-    BaseMessage,
-    CallContext,
+from ._protocol.fleet_messages import (
     ClientOfflineMessage,
     ManagerOnlineMessage,
     RegisterToolMessage,
     StatsRequestMessage,
+    ToolPingMessage,
+    ToolPongMessage,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    ToolSpec,
+    ToolStatsEntry,
+    ToolStatsMessage,
+    ToolUnregisteredMessage,
+    UnregisterToolMessage,
+)
+from ._protocol.messages import (
+    PROTOCOL_VERSION,
+    BaseMessage,
+    CallContext,
     TaskErrorMessage,
     TaskMessage,
     TaskResultMessage,
@@ -59,19 +70,10 @@ from ._protocol.messages import (
     ToolCallRequest,
     ToolCancelMessage,
     ToolPartialMessage,
-    ToolPingMessage,
-    ToolPongMessage,
     ToolProgressMessage,
-    ToolRegisteredMessage,
-    ToolRegistrationErrorMessage,
     ToolResult,
-    ToolSpec,
-    ToolStatsEntry,
-    ToolStatsMessage,
-    ToolUnregisteredMessage,
-    UnregisterToolMessage,
-    parse_message,
 )
+from ._protocol.parsing import parse_message
 from ._protocol.topics import Topics
 from ._telemetry import start_metrics_server
 from ._tools.context import ToolContext

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from .._protocol.messages import StatsRequestMessage, ToolStatsMessage
+from .._protocol.fleet_messages import StatsRequestMessage, ToolStatsMessage
 from .membership import Membership
 from .registry import ToolRegistry
 

@@ -16,7 +16,8 @@ import contextlib
 
 from .._lifecycle import TaskSet
 from .._logging import InstanceLogger
-from .._protocol.messages import ToolPingMessage, encode
+from .._protocol.fleet_messages import ToolPingMessage
+from .._protocol.messages import encode
 from .._protocol.topics import Topics
 from .._transport import Messager
 from .registry import Entry, ToolRegistry

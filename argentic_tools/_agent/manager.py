@@ -22,17 +22,15 @@ import anyio
 from .._errors import BrokerError, ProtocolError, ToolUnavailableError
 from .._lifecycle import AsyncResource, TaskSet
 from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
+from .._protocol.fleet_messages import ManagerOnlineMessage, ToolPongMessage, ToolStatsMessage
 from .._protocol.messages import (
     PROTOCOL_VERSION,
-    ManagerOnlineMessage,
     TaskErrorMessage,
     TaskResultMessage,
     ToolPartialMessage,
-    ToolPongMessage,
     ToolProgressMessage,
-    ToolStatsMessage,
-    parse_message,
 )
+from .._protocol.parsing import parse_message
 from .._protocol.topics import (
     DEFAULT_CALL_TOPIC_BASE,
     DEFAULT_REGISTER_TOPIC,

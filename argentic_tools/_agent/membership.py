@@ -25,17 +25,16 @@ import anyio.to_thread
 from .._errors import BrokerError, ProtocolError
 from .._lifecycle import TaskSet
 from .._logging import DropLog, InstanceLogger
-from .._protocol.messages import (
-    BaseMessage,
+from .._protocol.fleet_messages import (
     ClientOfflineMessage,
     RegisterToolMessage,
-    TaskErrorMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolUnregisteredMessage,
     UnregisterToolMessage,
-    parse_message,
 )
+from .._protocol.messages import BaseMessage, TaskErrorMessage
+from .._protocol.parsing import parse_message
 from .._protocol.topics import Topics, inbox_level
 from .._protocol.validation import SchemaValidator
 from .._transport import IncomingMessage, Messager

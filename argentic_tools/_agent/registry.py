@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .._protocol.messages import RegisterToolMessage
+from .._protocol.fleet_messages import RegisterToolMessage
 from .._protocol.topics import is_valid_tool_id, tool_name_problem
 from .._protocol.validation import SchemaValidator, ValidatorCache
 from .exports import export, prompt_entry, provider_name

@@ -1,4 +1,4 @@
-"""Wire messages: pydantic v2 models, JSON only, one parse entry point.
+"""Wire messages: pydantic v2 models, JSON only. Here: the base, and one call's messages.
 
 The messages are those of Argentic's ToolManager protocol (a ``type`` string
 discriminates them; tasks, results and errors all carry ``"TASK"``), extended
@@ -7,31 +7,27 @@ registration, an absolute ``deadline`` and an execution ``context`` on tasks, a
 ``duration_ms`` and a structured ``error_code``/``details`` on results.
 
 Receiving is tolerant of unknown extra fields (newer peers) and strict about
-required ones; sending always produces complete messages.
+required ones; sending always produces complete messages. This module holds what every
+message shares and the messages of one call (task, progress, chunks, cancellation,
+result, error); :mod:`.fleet_messages` holds registration, presence, stats and
+liveness, and :mod:`.parsing` the one entry point for received payloads.
 """
 
 import time
 import uuid
 from collections.abc import Callable
 from enum import Enum
-from typing import Annotated, Any, Literal, NoReturn, Union
+from typing import Any, Literal, NoReturn
 
 from pydantic import (
     BaseModel,
     ConfigDict,
-    Discriminator,
     Field,
-    Tag,
-    TypeAdapter,
     field_validator,
-    model_validator,
 )
-from pydantic import ValidationError as PydanticValidationError
 
 from .._errors import (
     ERROR_CODES,
-    PayloadTooLargeError,
-    ProtocolError,
     ToolExecutionError,
 )
 
@@ -76,13 +72,13 @@ class TaskStatus(str, Enum):
 SUCCESS_STATUSES = frozenset({TaskStatus.SUCCESS, TaskStatus.COMPLETED})
 
 
-class _Wire(BaseModel):
+class WireModel(BaseModel):
     """Base of all wire models: unknown fields are ignored, enums serialise as values."""
 
     model_config = ConfigDict(extra="ignore", use_enum_values=False, populate_by_name=True)
 
 
-class BaseMessage(_Wire):
+class BaseMessage(WireModel):
     """Fields every message carries."""
 
     type: str
@@ -97,7 +93,7 @@ class BaseMessage(_Wire):
     """Free-form payload some peers attach."""
 
 
-class CallContext(_Wire):
+class CallContext(WireModel):
     """Execution context that travels with a task and reaches the tool."""
 
     thread_id: str | None = None
@@ -106,199 +102,6 @@ class CallContext(_Wire):
     """Trace id for correlating logs across processes."""
     user_id: str | None = None
     """User on whose behalf the agent calls the tool."""
-
-
-class ToolSpec(_Wire):
-    """Structured description of a tool (Argentic's ``tool_spec``)."""
-
-    name: str
-    """Tool name, unique per registering process."""
-    description: str = ""
-    """What the tool does; this is what the LLM reads."""
-    input_schema: dict[str, Any] = Field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
-    """JSON Schema of the arguments object."""
-    output_schema: dict[str, Any] | None = None
-    """JSON Schema of a successful result, when the tool declares one."""
-    tags: list[str] = Field(default_factory=list)
-    """Discovery tags."""
-    examples: list[dict[str, Any]] = Field(default_factory=list)
-    """Example calls: ``{"input": {...}, "output": ...}``."""
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    """Implementation metadata, e.g. ``max_concurrency``."""
-
-
-class RegisterToolMessage(BaseMessage):
-    """A tool asks to be registered (published on the register topic)."""
-
-    type: Literal["REGISTER_TOOL"] = "REGISTER_TOOL"
-    tool_name: str = ""
-    """Name of the tool."""
-    tool_manual: str = ""
-    """Description of the tool for the LLM."""
-    tool_api: str = "{}"
-    """JSON Schema of the arguments, as a JSON string."""
-    tool_spec: ToolSpec | None = None
-    """Structured description; newer peers send it alongside the legacy fields."""
-    tool_id: str | None = None
-    """Id the tool proposes, already subscribed to its call topic (extension)."""
-    protocol: int | None = None
-    """Extension protocol version of the sender, absent for plain Argentic peers."""
-    connection: int | None = None
-    """How many times the tool's process has connected to the broker (extension): a
-    higher count than before means it reconnected and may have lost tasks sent to it
-    meanwhile, so managers send their pending tasks to it again."""
-    confirmed: bool | None = None
-    """The tool needs no confirmation (extension): a manager confirmed this id before,
-    or the id is the tool's own and it is serving already; no manager answers it then."""
-
-    @model_validator(mode="after")
-    def _require_a_name(self) -> "RegisterToolMessage":
-        if not self.tool_name:
-            if self.tool_spec is None or not self.tool_spec.name:
-                raise ValueError("tool_name is required")
-            self.tool_name = self.tool_spec.name
-        if not self.tool_manual and self.tool_spec is not None:
-            self.tool_manual = self.tool_spec.description
-        return self
-
-
-class ToolRegisteredMessage(BaseMessage):
-    """The manager confirms a registration (published on the status topic)."""
-
-    type: Literal["TOOL_REGISTERED"] = "TOOL_REGISTERED"
-    tool_id: str
-    """Id under which the tool is now callable."""
-    tool_name: str
-    """Name of the registered tool."""
-    target: str | None = None
-    """Client id of the process that registered the tool (extension)."""
-
-
-class ToolRegistrationErrorMessage(BaseMessage):
-    """The manager refuses a registration (published on the status topic)."""
-
-    type: Literal["TOOL_REGISTRATION_ERROR"] = "TOOL_REGISTRATION_ERROR"
-    tool_name: str
-    """Name from the refused registration."""
-    error: str
-    """Why the registration was refused."""
-    tool_id: str | None = None
-    """Proposed id from the refused registration, if any."""
-    target: str | None = None
-    """Client id of the process that asked."""
-
-
-class UnregisterToolMessage(BaseMessage):
-    """A tool leaves (published on the register topic)."""
-
-    type: Literal["UNREGISTER_TOOL"] = "UNREGISTER_TOOL"
-    tool_id: str
-    """Id of the tool to remove."""
-
-
-class ToolUnregisteredMessage(BaseMessage):
-    """The manager removed a tool (published on the status topic)."""
-
-    type: Literal["TOOL_UNREGISTERED"] = "TOOL_UNREGISTERED"
-    tool_id: str
-    """Id of the removed tool."""
-    tool_name: str | None = None
-    """Name of the removed tool."""
-    reason: str | None = None
-    """Why: ``"unregistered"`` or ``"offline"``."""
-
-
-class ClientOfflineMessage(BaseMessage):
-    """A process is gone: its MQTT Last Will, or sent on a clean shutdown."""
-
-    type: Literal["CLIENT_OFFLINE"] = "CLIENT_OFFLINE"
-    source: str
-    """Client id of the process that went away."""
-
-
-class ManagerOnlineMessage(BaseMessage):
-    """A manager (re)connected; live tools answer by registering again."""
-
-    type: Literal["MANAGER_ONLINE"] = "MANAGER_ONLINE"
-    inbox: str | None = None
-    """The manager's own topic level (extension): tools that know it send their
-    registrations to ``{register topic}/{inbox}`` for this manager alone, instead of to
-    every manager on the shared topic."""
-
-
-class StatsRequestMessage(BaseMessage):
-    """Every tool process: say what you have served (on the status topic; extension).
-
-    Each process answers once with TOOL_STATS on a reply topic of one of its tools,
-    ``{response_base}/{tool_id}/{inbox}``; no manager is needed in the loop.
-    """
-
-    type: Literal["STATS_REQUEST"] = "STATS_REQUEST"
-    inbox: str
-    """The asker's own topic level."""
-
-
-class ToolStatsEntry(_Wire):
-    """What one tool instance has served since its process started."""
-
-    tool_id: str
-    tool_name: str
-    calls: int = 0
-    """Calls that ended."""
-    errors: int = 0
-    """Calls that did not succeed."""
-    outcomes: dict[str, int] = Field(default_factory=dict)
-    """Calls by outcome: ``success`` or the error code."""
-    p50_ms: float | None = None
-    """Median duration of the recent calls (up to 2,048), from receipt to reply."""
-    p99_ms: float | None = None
-    """99th percentile of the same."""
-    in_flight: int = 0
-    """Calls being served now."""
-    max_concurrency: int | None = None
-    """Calls served at once at most (None: no limit)."""
-
-
-class ToolStatsMessage(BaseMessage):
-    """One tool process's answer to STATS_REQUEST (extension)."""
-
-    type: Literal["TOOL_STATS"] = "TOOL_STATS"
-    host: str = ""
-    """Host name of the process."""
-    pid: int = 0
-    """Process id."""
-    version: str = ""
-    """argentic-tools version of the process."""
-    uptime_seconds: float = 0.0
-    """Seconds since the process started serving."""
-    tools: list[ToolStatsEntry] = Field(default_factory=list)
-    """Each tool the process serves."""
-
-
-class ToolPingMessage(BaseMessage):
-    """Is this tool instance alive? (published on its call topic; extension).
-
-    A manager sends it to an instance that missed a deadline; the instance answers
-    with TOOL_PONG on ``reply_to``. Sent only to tools that declare a protocol version.
-    """
-
-    type: Literal["TOOL_PING"] = "TOOL_PING"
-    tool_id: str
-    """Instance asked."""
-    reply_to: str | None = None
-    """Where to answer (checked like a task's ``reply_to``)."""
-
-
-class ToolPongMessage(BaseMessage):
-    """A tool instance is alive and reading its call topic (answer to TOOL_PING)."""
-
-    type: Literal["TOOL_PONG"] = "TOOL_PONG"
-    tool_id: str
-    """Instance answering."""
-    in_flight: int = 0
-    """Tasks it is running."""
 
 
 class ToolCancelMessage(BaseMessage):
@@ -471,7 +274,7 @@ ToolResult = TaskResultMessage | TaskErrorMessage
 """What ``execute_tool`` returns: a result on success, an error message otherwise."""
 
 
-class ToolCallRequest(_Wire):
+class ToolCallRequest(WireModel):
     """One call in a batch for ``get_tool_results``."""
 
     tool_id: str
@@ -490,86 +293,6 @@ class ToolCallRequest(_Wire):
     """Seconds without progress after which this call times out (see ``execute_tool``)."""
     max_duration: float | None = None
     """Absolute limit for this call with ``idle_timeout``."""
-
-
-def _discriminate(value: Any) -> str | None:
-    if isinstance(value, BaseModel):
-        value = value.__dict__
-    if not isinstance(value, dict):
-        return None
-    kind = value.get("type")
-    if kind == "TASK":
-        if "status" not in value:
-            return "TASK"
-        status = value.get("status")
-        if isinstance(status, str) and status.lower() in ("success", "completed"):
-            return "TASK_RESULT"
-        return "TASK_ERROR" if isinstance(value.get("error"), str) else "TASK_RESULT"
-    return kind if isinstance(kind, str) else None
-
-
-AnyMessage = Annotated[
-    Union[  # noqa: UP007 - tagged members read best as a Union
-        Annotated[RegisterToolMessage, Tag("REGISTER_TOOL")],
-        Annotated[ToolRegisteredMessage, Tag("TOOL_REGISTERED")],
-        Annotated[ToolRegistrationErrorMessage, Tag("TOOL_REGISTRATION_ERROR")],
-        Annotated[UnregisterToolMessage, Tag("UNREGISTER_TOOL")],
-        Annotated[ToolUnregisteredMessage, Tag("TOOL_UNREGISTERED")],
-        Annotated[ClientOfflineMessage, Tag("CLIENT_OFFLINE")],
-        Annotated[ManagerOnlineMessage, Tag("MANAGER_ONLINE")],
-        Annotated[StatsRequestMessage, Tag("STATS_REQUEST")],
-        Annotated[ToolStatsMessage, Tag("TOOL_STATS")],
-        Annotated[ToolPingMessage, Tag("TOOL_PING")],
-        Annotated[ToolPongMessage, Tag("TOOL_PONG")],
-        Annotated[ToolCancelMessage, Tag("TOOL_CANCEL")],
-        Annotated[ToolProgressMessage, Tag("TOOL_PROGRESS")],
-        Annotated[ToolPartialMessage, Tag("TOOL_PARTIAL")],
-        Annotated[TaskMessage, Tag("TASK")],
-        Annotated[TaskResultMessage, Tag("TASK_RESULT")],
-        Annotated[TaskErrorMessage, Tag("TASK_ERROR")],
-    ],
-    Discriminator(_discriminate),
-]
-_ADAPTER: TypeAdapter[AnyMessage] = TypeAdapter(AnyMessage)
-
-
-def parse_message(payload: bytes | str, max_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES) -> BaseMessage:
-    """Parse one MQTT payload into its message model.
-
-    Args:
-        payload: The raw payload (UTF-8 JSON).
-        max_bytes: Payloads longer than this are refused before parsing.
-
-    Returns:
-        The model selected by the payload's ``type`` (and, for ``"TASK"``, by
-        whether it carries a status and an error).
-
-    Raises:
-        PayloadTooLargeError: The payload is longer than ``max_bytes``.
-        ProtocolError: The payload is not JSON, not an object, has an unknown
-            type, or lacks a required field; the message says which.
-
-    """
-    if len(payload) > max_bytes:
-        raise PayloadTooLargeError(f"payload of {len(payload)} bytes exceeds {max_bytes} bytes")
-    try:
-        message: BaseMessage = _ADAPTER.validate_json(payload)
-    except PydanticValidationError as exc:
-        raise ProtocolError(_summarise(exc)) from None
-    return message
-
-
-def _summarise(exc: PydanticValidationError) -> str:
-    first = exc.errors(include_url=False, include_input=False)[0]
-    kind = first["type"]
-    where = ".".join(str(part) for part in first["loc"])
-    if kind == "json_invalid":
-        return f"not valid JSON ({first['msg']})"
-    if kind in ("union_tag_not_found", "union_tag_invalid"):
-        return "unknown or missing message type"
-    if kind == "model_attributes_type" or kind == "model_type":
-        return "payload is not a JSON object"
-    return f"{where or 'message'}: {first['msg']}"
 
 
 def encode(message: BaseMessage) -> bytes:

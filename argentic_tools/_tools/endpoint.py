@@ -14,12 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError
 from .._logging import DropLog
-from .._protocol.messages import (
-    PROTOCOL_VERSION,
-    BaseMessage,
+from .._protocol.fleet_messages import (
     RegisterToolMessage,
-    TaskMessage,
-    ToolCancelMessage,
     ToolPingMessage,
     ToolPongMessage,
     ToolRegisteredMessage,
@@ -27,9 +23,15 @@ from .._protocol.messages import (
     ToolSpec,
     ToolStatsEntry,
     UnregisterToolMessage,
-    encode,
-    parse_message,
 )
+from .._protocol.messages import (
+    PROTOCOL_VERSION,
+    BaseMessage,
+    TaskMessage,
+    ToolCancelMessage,
+    encode,
+)
+from .._protocol.parsing import parse_message
 from .._protocol.topics import Topics
 from .._telemetry import ToolMetrics
 from .._transport import IncomingMessage, Messager

@@ -16,7 +16,7 @@ import anyio.abc
 from .._errors import BrokerUnavailableError, ToolsError
 from .._lifecycle import AsyncResource
 from .._logging import parse_log_level
-from .._protocol.messages import ClientOfflineMessage
+from .._protocol.fleet_messages import ClientOfflineMessage
 from .._protocol.topics import Topics
 from .._telemetry import start_metrics_server
 from .._transport import Messager

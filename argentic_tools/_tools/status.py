@@ -17,14 +17,14 @@ import time
 from typing import TYPE_CHECKING
 
 from .._errors import BrokerError, ProtocolError
-from .._protocol.messages import (
+from .._protocol.fleet_messages import (
     ManagerOnlineMessage,
     StatsRequestMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
     ToolStatsMessage,
-    parse_message,
 )
+from .._protocol.parsing import parse_message
 from .._protocol.topics import inbox_level
 from .._transport import IncomingMessage, Messager
 from .stats import STARTED

@@ -18,7 +18,8 @@ import aiomqtt
 
 from .._errors import BrokerUnavailableError
 from .._logging import InstanceLogger
-from .._protocol.messages import ClientOfflineMessage, encode
+from .._protocol.fleet_messages import ClientOfflineMessage
+from .._protocol.messages import encode
 from . import _internals
 from .routing import Subscriptions
 from .url import BrokerURL

@@ -15,23 +15,25 @@ from rich.text import Text
 
 from .._agent.manager import ToolManager
 from .._errors import ProtocolError
-from .._protocol.messages import (
-    BaseMessage,
+from .._protocol.fleet_messages import (
     ClientOfflineMessage,
     ManagerOnlineMessage,
     RegisterToolMessage,
+    ToolRegisteredMessage,
+    ToolRegistrationErrorMessage,
+    ToolUnregisteredMessage,
+    UnregisterToolMessage,
+)
+from .._protocol.messages import (
+    BaseMessage,
     TaskErrorMessage,
     TaskMessage,
     TaskResultMessage,
     ToolCancelMessage,
     ToolPartialMessage,
     ToolProgressMessage,
-    ToolRegisteredMessage,
-    ToolRegistrationErrorMessage,
-    ToolUnregisteredMessage,
-    UnregisterToolMessage,
-    parse_message,
 )
+from .._protocol.parsing import parse_message
 from .._tools.service import (
     service_from_args,
 )

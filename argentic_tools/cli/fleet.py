@@ -27,7 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._agent.manager import ToolManager
-from .._protocol.messages import ToolStatsEntry, ToolStatsMessage
+from .._protocol.fleet_messages import ToolStatsEntry, ToolStatsMessage
 from .commands import collect_registrations, print_json
 from .common import EXIT_OK, CliError, StopRequest, connected_manager, stderr, stdout, where
 from .mcp_commands import settle

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._protocol.messages import ToolStatsEntry, ToolStatsMessage
+from .._protocol.fleet_messages import ToolStatsEntry, ToolStatsMessage
 
 MAX_OFFLINE = 200
 """Offline instances kept on view at most (the oldest departures go first)."""

@@ -50,8 +50,8 @@ from .._protocol.messages import (
     TaskMessage,
     TaskResultMessage,
     ToolCancelMessage,
-    parse_message,
 )
+from .._protocol.parsing import parse_message
 from .._transport import IncomingMessage, Messager
 from .access import AccessGuard
 from .calls import BUCKET_SECONDS, WINDOW_SECONDS, CallLog, CallRecord
