@@ -13,7 +13,7 @@ from .._protocol.messages import CallContext, ToolCallRequest, ToolResult
 from .calls import call_field
 from .pending import CallSpec
 from .policy import ToolPolicy
-from .progress import BatchProgressCallback, ProgressCallback, for_call, long_call
+from .progress import BatchProgressCallback, ChunkSink, ProgressCallback, for_call, long_call
 from .running import CallRunner
 from .streams import ToolStream
 
@@ -108,12 +108,20 @@ class CallMethods:
         on_progress: ProgressCallback | None,
         idle_timeout: float | None,
         max_duration: float | None,
+        on_chunk: ChunkSink | None = None,
     ) -> CallSpec:
         """One call as :meth:`execute_tool` takes it; ValueError for a bad idle timeout."""
         watch = None
         wait: float | None = self.default_timeout if timeout is None else timeout
-        if on_progress is not None or idle_timeout is not None or max_duration is not None:
-            watch, wait = long_call(on_progress, None, timeout, idle_timeout, max_duration, wait)
+        if (
+            on_progress is not None
+            or on_chunk is not None
+            or idle_timeout is not None
+            or max_duration is not None
+        ):
+            watch, wait = long_call(
+                on_progress, on_chunk, timeout, idle_timeout, max_duration, wait
+            )
         return CallSpec(tool_name_or_id, arguments, task_id_override, wait, call_id, context, watch)
 
     def stream_tool(
@@ -139,13 +147,18 @@ class CallMethods:
         that does not stream yields nothing and gives its result. The arguments
         are those of :meth:`execute_tool`.
         """
-        wait: float | None = self.default_timeout if timeout is None else timeout
         stream = ToolStream(self._call)
-        watch, wait = long_call(
-            on_progress, stream.chunk_arrived, timeout, idle_timeout, max_duration, wait
-        )
-        stream.spec = CallSpec(
-            tool_name_or_id, arguments, task_id_override, wait, call_id, context, watch
+        stream.spec = self._spec(
+            tool_name_or_id,
+            arguments,
+            task_id_override,
+            timeout,
+            call_id,
+            context,
+            on_progress,
+            idle_timeout,
+            max_duration,
+            stream.chunk_arrived,
         )
         return stream
 
