@@ -146,6 +146,38 @@ async def test_text_utf8_cannot_carry_is_refused_and_never_sent(
     assert manager.pending_calls == 0
 
 
+class _Disguised(str):
+    """Text that claims to be plain ASCII: only the JSON encoder finds it out."""
+
+    def isascii(self) -> bool:
+        return True
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return b"?"
+
+
+async def test_a_task_that_cannot_be_encoded_when_its_turn_comes_ends_the_call(
+    mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
+) -> None:
+    info = await manager.wait_for_tool("echo", timeout=15)
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
+        await spy.subscribe(topics.call(info.id), qos=1)
+        result = await manager.execute_tool("echo", {"message": _Disguised("\ud800")})
+        assert isinstance(result, TaskErrorMessage)
+        assert result.error_code == "invalid_arguments"
+        assert result.error.startswith(
+            "Tool 'echo': invalid arguments: they cannot be sent as JSON: "
+        )
+        good = await manager.execute_tool("echo", {"message": "ok"})
+        assert good.ok, good
+        with anyio.fail_after(5):
+            first = await anext(aiter(spy.messages))
+        first_task = parse_message(first.payload)
+        assert isinstance(first_task, TaskMessage)
+        assert first_task.task_id == good.task_id
+    assert manager.pending_calls == 0
+
+
 class _SessionContext(CallContext):
     """An application's own context, with a field that is not the protocol's."""
 
