@@ -428,7 +428,7 @@ class Membership:
         await self._publish_quietly(self.topics.status, message)
 
     async def _resend(self, topic: str, pending: Pending) -> None:
-        # Encoded here, not kept: a pending call holds no bytes once its task is sent.
+        # Built again here: a pending call never keeps its task's bytes (CallBook.encoded).
         await self._publish_quietly(topic, self.calls.encoded(pending))
 
     async def _publish_quietly(self, topic: str, message: Any) -> None:
