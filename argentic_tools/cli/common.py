@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
-from rich.console import Console
+from rich.console import Console, RenderableType
+from rich.measure import Measurement
 from rich.text import Text
 
 from .._agent.manager import ToolManager
@@ -42,6 +43,16 @@ class CliError(Exception):
 def print_error(message: str) -> None:
     """Print ``error: message`` as a single line on stderr."""
     stderr.print(Text.assemble(("error: ", "bold red"), " ".join(message.split())))
+
+
+def print_wide(renderable: RenderableType) -> None:
+    """Print on stdout; into a pipe or file as wide as it needs, not folded at 80 columns."""
+    if stdout.is_terminal:
+        stdout.print(renderable)
+        return
+    natural = Measurement.get(stdout, stdout.options.update(width=1000), renderable).maximum
+    # Console.print never goes past the console's width: a console as wide as the table.
+    Console(file=stdout.file, width=max(natural, stdout.width), highlight=False).print(renderable)
 
 
 # -- signals -----------------------------------------------------------------

@@ -20,16 +20,24 @@ from datetime import datetime
 
 import anyio
 from rich import box
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.live import Live
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from .._agent.manager import ToolManager
 from .._protocol.fleet_messages import ToolStatsEntry, ToolStatsMessage
 from .commands import collect_registrations, print_json
-from .common import EXIT_OK, CliError, StopRequest, connected_manager, stderr, stdout, where
+from .common import (
+    EXIT_OK,
+    CliError,
+    StopRequest,
+    connected_manager,
+    print_wide,
+    stderr,
+    stdout,
+    where,
+)
 from .mcp_commands import settle
 
 SORT_KEYS = ("name", "calls", "rate", "p99", "errors")
@@ -126,16 +134,6 @@ def _table(title: str | None = None) -> Table:
         pad_edge=False,
         collapse_padding=True,
     )
-
-
-def print_wide(renderable: RenderableType) -> None:
-    """Print on stdout; into a pipe or file as wide as it needs, not folded at 80 columns."""
-    if stdout.is_terminal:
-        stdout.print(renderable)
-        return
-    natural = Measurement.get(stdout, stdout.options.update(width=1000), renderable).maximum
-    # Console.print never goes past the console's width: a console as wide as the table.
-    Console(file=stdout.file, width=max(natural, stdout.width), highlight=False).print(renderable)
 
 
 def process_label(answer: ToolStatsMessage) -> str:

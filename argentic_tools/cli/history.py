@@ -12,8 +12,6 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -21,7 +19,7 @@ from .._agent.history import SqliteRecorder
 from .._agent.observations import Observation
 from .._protocol.messages import SUCCESS_STATUSES
 from .commands import print_json
-from .common import EXIT_OK, CliError, stderr, stdout
+from .common import EXIT_OK, CliError, print_wide, stderr
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
@@ -57,7 +55,7 @@ def history_command(args: argparse.Namespace) -> int:
     if not calls:
         stderr.print(f"No calls in {path} match.")
         return EXIT_OK
-    _print_wide(calls_table(calls, f"{len(calls)} call(s) in {path}, newest first"))
+    print_wide(calls_table(calls, f"{len(calls)} call(s) in {path}, newest first"))
     if len(calls) == args.limit:
         stderr.print(f"The newest {args.limit} shown; --limit 0 shows every one that matches.")
     return EXIT_OK
@@ -81,15 +79,6 @@ def moment(option: str, text: str, now: float) -> float:
             f"{option} {text!r}: give how long ago (90, 15m, 2h, 7d) or an ISO 8601 time "
             "(2025-06-01T12:00, local time unless it has an offset)"
         ) from None
-
-
-def _print_wide(table: Table) -> None:
-    """Print on stdout; into a pipe or a file as wide as the table needs, not at 80 columns."""
-    if stdout.is_terminal:
-        stdout.print(table)
-        return
-    width = Measurement.get(stdout, stdout.options.update(width=1000), table).maximum
-    Console(file=stdout.file, width=max(width, stdout.width), highlight=False).print(table)
 
 
 def calls_table(calls: list[Observation], title: str) -> Table:
