@@ -64,19 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str, *, client: bool = True) -> argparse.ArgumentParser:
-        # A fresh parent per command: argparse shares a parent's actions between its
-        # children, so one command's set_defaults would change every other's defaults.
-        options = argparse.ArgumentParser(add_help=False)
-        options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
-        if client:
-            add_connection_arguments(options)
-        return commands.add_parser(
-            name,
-            help=help_text,
-            description=help_text,
-            parents=[options],
-            formatter_class=_HelpWithDefaults,
-        )
+        return _add_command(commands, name, help_text, client=client)
 
     broker = command("broker", "run the embedded MQTT broker until Ctrl-C", client=False)
     broker.add_argument("--host", default="127.0.0.1", help="address to listen on")
@@ -259,19 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="COMMAND")
 
-    def mcp_command(name: str, help_text: str) -> argparse.ArgumentParser:
-        options = argparse.ArgumentParser(add_help=False)
-        options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
-        add_connection_arguments(options)
-        return mcp_commands.add_parser(
-            name,
-            help=help_text,
-            description=help_text,
-            parents=[options],
-            formatter_class=_HelpWithDefaults,
-        )
-
-    mcp_serve = mcp_command("serve", "serve the tools on the bus to MCP clients (stdio or HTTP)")
+    mcp_serve = _add_command(
+        mcp_commands, "serve", "serve the tools on the bus to MCP clients (stdio or HTTP)"
+    )
     mcp_serve.add_argument(
         "--http",
         metavar="HOST:PORT",
@@ -298,8 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_serve.set_defaults(run=mcp_serve_command, graceful=True, log_level="WARNING")
 
-    mcp_bridge = mcp_command(
-        "bridge", "register an MCP server's tools on the bus and forward their calls"
+    mcp_bridge = _add_command(
+        mcp_commands, "bridge", "register an MCP server's tools on the bus and forward their calls"
     )
     mcp_bridge.add_argument(
         "--url", default=None, help="the MCP server's streamable HTTP URL (instead of a command)"
@@ -331,6 +309,29 @@ def build_parser() -> argparse.ArgumentParser:
         runner.add_argument("bench_args", nargs=argparse.REMAINDER)
         runner.set_defaults(sync=benchmark_command, debug=False)
     return parser
+
+
+def _add_command(
+    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    name: str,
+    help_text: str,
+    *,
+    client: bool = True,
+) -> argparse.ArgumentParser:
+    """Add a command with ``--debug``, a client's connection options, and help with defaults."""
+    # A fresh parent per command: argparse shares a parent's actions between its
+    # children, so one command's set_defaults would change every other's defaults.
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
+    if client:
+        add_connection_arguments(options)
+    return subparsers.add_parser(
+        name,
+        help=help_text,
+        description=help_text,
+        parents=[options],
+        formatter_class=_HelpWithDefaults,
+    )
 
 
 class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
