@@ -7,19 +7,19 @@ errors and Last-Will liveness.
 
 from importlib import metadata as _metadata
 
-from ._agent.exports import ExportFormat
-from ._agent.history import SqliteRecorder
-from ._agent.info import ToolInfo
+from ._agent.calls.progress import BatchProgressCallback, ProgressCallback
+from ._agent.calls.streams import ToolStream
+from ._agent.fleet.exports import ExportFormat
+from ._agent.fleet.info import ToolInfo
 from ._agent.manager import ToolManager
-from ._agent.observations import (
+from ._agent.policy import AllToolsEnabled, ThreadToolPolicy, ToolPolicy
+from ._agent.records.history import SqliteRecorder
+from ._agent.records.observations import (
     InMemoryRecorder,
     JsonLinesRecorder,
     Observation,
     ObservationRecorder,
 )
-from ._agent.policy import AllToolsEnabled, ThreadToolPolicy, ToolPolicy
-from ._agent.progress import BatchProgressCallback, ProgressCallback
-from ._agent.streams import ToolStream
 from ._broker import EmbeddedBroker
 from ._errors import (
     BrokerError,

@@ -23,7 +23,8 @@ from argentic_tools import (
     parse_message,
     tool,
 )
-from argentic_tools._agent import delivery, membership
+from argentic_tools._agent.calls import delivery
+from argentic_tools._agent.fleet import settling
 
 from .brokers import Mosquitto
 from .conftest import ToolProcess, manager_for, messager_for, ready
@@ -66,7 +67,7 @@ async def test_a_call_made_as_the_manager_starts_finds_the_running_tool(
     # The window is 0.5 s; a loaded test machine can take longer to answer the
     # announcement. The call still returns as soon as the tool has registered again, and
     # with a window of 0 it ends not_found.
-    monkeypatch.setattr(membership, "STARTUP_SETTLE_SECONDS", 5.0)
+    monkeypatch.setattr(settling, "STARTUP_SETTLE_SECONDS", 5.0)
     async with (
         messager_for(mosquitto.url, topics) as messager,
         manager_for(messager, topics) as fresh,

@@ -1,6 +1,10 @@
 """The agent side: the tool registry and calls with deadlines.
 
-One handler on the register topic maintains the registry. Results come back on the
+The manager owns one room per concern: :mod:`.calls` runs each call from its check to
+its one result, :mod:`.fleet` knows who is on the bus, :mod:`.records` keeps what
+happened. One handler on the register topic maintains the registry; what a change in
+the fleet means for calls in flight (a window resized, calls ended, tasks sent
+again) the manager applies here. Results come back on the
 manager's own inbox, ``{response_base}/+/{inbox}``, which each task names as its
 ``reply_to``: with many managers on one broker, a result reaches only the one that
 made the call (plain Argentic tools answer on ``{response_base}/{tool_id}``, which
@@ -14,7 +18,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -25,10 +29,13 @@ from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
 from .._protocol.fleet_messages import ManagerOnlineMessage, ToolPongMessage, ToolStatsMessage
 from .._protocol.messages import (
     PROTOCOL_VERSION,
+    CallContext,
     TaskErrorMessage,
     TaskResultMessage,
+    ToolCallRequest,
     ToolPartialMessage,
     ToolProgressMessage,
+    ToolResult,
 )
 from .._protocol.parsing import parse_message
 from .._protocol.topics import (
@@ -41,23 +48,27 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
-from .call_methods import CallMethods
-from .calls import CallBook
-from .delivery import Delivery
-from .exports import ExportFormat, export
-from .fleet import FleetStats
-from .info import ToolInfo
-from .liveness import Liveness
-from .membership import Membership
-from .observations import ObservationPump, ObservationRecorder
-from .policy import AllToolsEnabled, ToolPolicy
-from .registry import (
+from .calls.book import CallBook
+from .calls.delivery import Delivery
+from .calls.options import CallOptions, call_field, context_with
+from .calls.pending import CallSpec
+from .calls.progress import BatchProgressCallback, ProgressCallback, for_call
+from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
+from .calls.streams import ToolStream
+from .fleet.exports import ExportFormat, export
+from .fleet.info import ToolInfo
+from .fleet.liveness import Liveness
+from .fleet.membership import Admitted, Change, Membership, ProcessGone, Removed
+from .fleet.registry import (
     DEFAULT_MAX_TOOLS,
     DEFAULT_MAX_TOOLS_PER_CLIENT,
     ToolRegistry,
     matching,
 )
-from .running import CANCEL_SEND_SECONDS, CallRunner
+from .fleet.settling import Settling
+from .fleet.stats import FleetStats
+from .policy import AllToolsEnabled, ToolPolicy
+from .records.observations import ObservationPump, ObservationRecorder
 
 logger = logging.getLogger("argentic_tools.manager")
 
@@ -66,7 +77,7 @@ RECORDER_CLOSE_SECONDS = 5.0
 observations."""
 
 
-class ToolManager(CallMethods, AsyncResource):
+class ToolManager(AsyncResource):
     """Registry of tools on the broker and the way to call them.
 
     Args:
@@ -147,11 +158,8 @@ class ToolManager(CallMethods, AsyncResource):
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
         self.inbox = inbox_level(messager.client_id) if private_replies else None
         """This manager's own topic level (its client id), or None without private replies."""
-        self._calls = CallBook(
-            self._registry,
-            messager.client_id,
-            None if self.inbox is None else self._reply_topic,
-        )
+        self._calls = CallBook(self._registry, messager.client_id)
+        self._settling = Settling(messager, self._registry)
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
         self._liveness = Liveness(
@@ -163,11 +171,11 @@ class ToolManager(CallMethods, AsyncResource):
             self._registry,
             self.logger,
             self._background,
-            self._calls.encoded,
+            None if self.inbox is None else self._reply_topic,
         )
         self._membership = Membership(
             self._registry,
-            self._calls,
+            self._apply,
             messager,
             self.topics,
             self.logger,
@@ -180,7 +188,7 @@ class ToolManager(CallMethods, AsyncResource):
         self._runner = CallRunner(
             self._calls,
             self._delivery,
-            self._membership,
+            self._settling,
             self._pump,
             lambda: self._initialised,
             self._liveness,
@@ -192,7 +200,7 @@ class ToolManager(CallMethods, AsyncResource):
             if self.inbox is None
             else FleetStats(
                 self._registry,
-                self._membership,
+                self._settling,
                 functools.partial(self.messager.publish, self.topics.status),
                 messager.client_id,
                 self.inbox,
@@ -234,7 +242,7 @@ class ToolManager(CallMethods, AsyncResource):
                 await self.messager.subscribe(topic, self._on_response)
             self.messager.add_reconnect_hook(self._reconnected)
             await self._announce()
-            self._membership.started()
+            self._settling.started()
         except BaseException:
             # Leave nothing attached: a failed start is as if it never happened.
             with anyio.CancelScope(shield=True):
@@ -282,8 +290,8 @@ class ToolManager(CallMethods, AsyncResource):
     async def _reconnected(self) -> None:
         # The broker may have restarted and forgotten every subscription: until a tool
         # registers again (it does on its own reconnect, or on this announcement), calls
-        # to it wait instead of being published into the void (see _send).
-        self._membership.reconnected()
+        # to it wait instead of being published into the void (see Delivery.send).
+        self._settling.reconnected()
         await self._announce()
 
     async def _announce(self) -> None:
@@ -303,6 +311,242 @@ class ToolManager(CallMethods, AsyncResource):
     def _reply_topic(self, tool_id: str) -> str:
         assert self.inbox is not None  # only called with private replies
         return self.topics.reply(tool_id, self.inbox)
+
+    # -- calls -------------------------------------------------------------------
+
+    async def execute_tool(
+        self,
+        tool_name_or_id: str,
+        arguments: dict[str, Any],
+        task_id_override: str | None = None,
+        timeout: float | None = None,
+        *,
+        call_id: str | None = None,
+        context: CallContext | None = None,
+        on_progress: ProgressCallback | None = None,
+        idle_timeout: float | None = None,
+        max_duration: float | None = None,
+        thread_id: str | None = None,
+        trace_id: str | None = None,
+        user_id: str | None = None,
+    ) -> ToolResult:
+        """Call a tool and wait for its result; never raises for a failed call.
+
+        Args:
+            tool_name_or_id: Tool name, or a tool id to pick one instance.
+            arguments: Arguments object; checked against the tool's JSON Schema
+                before anything is published. It is read again when the task goes
+                out (and for a resend), so leave it unchanged until the call returns.
+            task_id_override: The caller's label for this call, returned as the
+                result's ``task_id``. The task on the wire always gets a fresh id:
+                labels repeat (LLM call ids do), and a reused wire id would be
+                answered with the earlier call's recorded result.
+            timeout: Seconds to wait; ``default_timeout`` when None (and no
+                ``idle_timeout`` is given). Zero means no time at all (the call
+                times out without being sent).
+            call_id: The caller's id for the call, returned unchanged.
+            context: Thread, trace and user ids, delivered to the tool.
+            on_progress: Called as ``on_progress(progress, total, message)`` for each
+                progress report of the tool, in order, before this returns; a plain
+                function or a coroutine function.
+            idle_timeout: For long work: the call times out after this many seconds
+                without a progress report (each report starts it again) instead of
+                after ``timeout``. Only for tools that report progress.
+            max_duration: With ``idle_timeout``: the absolute limit that no report
+                extends (``timeout`` is used when this is None; neither: no limit).
+            thread_id: The conversation thread, put in ``context`` (as
+                :meth:`execute_tools` takes it); also what the policy checks.
+            trace_id: The trace, put in ``context``.
+            user_id: The user, put in ``context``.
+
+        Returns:
+            A :class:`TaskResultMessage` on success; otherwise a
+            :class:`TaskErrorMessage` whose ``error`` names the tool and the
+            cause and whose ``error_code`` is one of ``not_found``,
+            ``not_enabled``, ``invalid_arguments``, ``invalid_output``,
+            ``execution_error``, ``timeout``, ``tool_offline`` or ``cancelled``.
+
+        """
+        options = CallOptions(
+            task_id_override=task_id_override,
+            timeout=timeout,
+            call_id=call_id,
+            context=context_with(context, thread_id, trace_id, user_id),
+            on_progress=on_progress,
+            idle_timeout=idle_timeout,
+            max_duration=max_duration,
+        )
+        spec = options.spec(tool_name_or_id, arguments, self.default_timeout)
+        return await self._runner.run(spec, self.policy)
+
+    def stream_tool(
+        self,
+        tool_name_or_id: str,
+        arguments: dict[str, Any],
+        task_id_override: str | None = None,
+        timeout: float | None = None,
+        *,
+        call_id: str | None = None,
+        context: CallContext | None = None,
+        on_progress: ProgressCallback | None = None,
+        idle_timeout: float | None = None,
+        max_duration: float | None = None,
+        thread_id: str | None = None,
+        trace_id: str | None = None,
+        user_id: str | None = None,
+    ) -> ToolStream:
+        """Call a tool and receive its result in chunks, as the tool sends them.
+
+        ``async for chunk in manager.stream_tool(name, args)`` yields each chunk in
+        order, once; afterwards the stream's ``result`` holds the final result (for
+        a generator tool, the list of all chunks). A failed call ends the iteration
+        and its error is the ``result``; nothing raises. Leaving the loop early (or
+        the stream's ``async with`` block) cancels the call at the tool. A tool
+        that does not stream yields nothing and gives its result. The arguments
+        are those of :meth:`execute_tool`.
+        """
+        options = CallOptions(
+            task_id_override=task_id_override,
+            timeout=timeout,
+            call_id=call_id,
+            context=context_with(context, thread_id, trace_id, user_id),
+            on_progress=on_progress,
+            idle_timeout=idle_timeout,
+            max_duration=max_duration,
+        )
+        stream = ToolStream(self._call)
+        stream.spec = options.spec(
+            tool_name_or_id, arguments, self.default_timeout, stream.chunk_arrived
+        )
+        return stream
+
+    async def cancel(self, task_id: str, reason: str | None = None) -> bool:
+        """Cancel one pending call: its caller gets status ``cancelled`` and its tool stops.
+
+        Args:
+            task_id: The call's task id, or the ``task_id_override`` it was made with.
+            reason: Why, for the tool's log and the result's message.
+
+        Returns:
+            False when no such call is pending (it ended, or never existed).
+
+        """
+        return await self._runner.cancel(task_id, reason)
+
+    def _call(self, spec: CallSpec) -> Coroutine[Any, Any, ToolResult]:
+        # The runner's coroutine itself, not one awaiting it: a frame less per call.
+        return self._runner.run(spec, self.policy)
+
+    async def get_tool_results(
+        self, tool_call_requests: Sequence[ToolCallRequest]
+    ) -> tuple[list[ToolResult], bool]:
+        """Run several calls concurrently.
+
+        Returns:
+            The results in request order, and whether any of them failed.
+
+        """
+        results = await self._batch(
+            [
+                (request.tool_id, request.arguments, CallOptions.of_request(request))
+                for request in tool_call_requests
+            ]
+        )
+        return results, any(not r.ok for r in results)
+
+    async def execute_tools(
+        self,
+        calls: Sequence[Any],
+        thread_id: str | None = None,
+        trace_id: str | None = None,
+        *,
+        user_id: str | None = None,
+        timeout: float | None = None,
+        on_progress: BatchProgressCallback | None = None,
+        idle_timeout: float | None = None,
+        max_duration: float | None = None,
+    ) -> list[ToolResult]:
+        """Run parsed tool calls (``call_id``, ``tool_name``, ``arguments``) concurrently.
+
+        Each item may be an object with those attributes or a mapping with
+        those keys (``toolName``/``callId`` as ART writes them work too).
+        Returns one result per call, in order, each carrying its ``call_id``;
+        a failure is a result, never an exception. ``on_progress`` is called as
+        ``on_progress(call_id, progress, total, message)`` for every call's reports;
+        ``idle_timeout`` and ``max_duration`` apply to each call as in
+        :meth:`execute_tool`.
+        """
+        context = CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id)
+        batch = []
+        for call in calls:
+            call_id = call_field(call, "call_id", "callId")
+            options = CallOptions(
+                timeout=timeout,
+                call_id=call_id,
+                context=context,
+                on_progress=for_call(on_progress, call_id),
+                idle_timeout=idle_timeout,
+                max_duration=max_duration,
+            )
+            batch.append(
+                (
+                    call_field(call, "tool_name", "toolName"),
+                    call_field(call, "arguments", "arguments"),
+                    options,
+                )
+            )
+        return await self._batch(batch)
+
+    async def _batch(self, batch: list[tuple[str, Any, CallOptions]]) -> list[ToolResult]:
+        """Run calls concurrently, each as :meth:`execute_tool` would; results in order."""
+        # Every call's settings are read before any starts: a bad idle_timeout raises
+        # before anything is sent.
+        specs = [
+            options.spec(name, arguments, self.default_timeout)
+            for name, arguments, options in batch
+        ]
+        if type(self).execute_tool is not ToolManager.execute_tool:
+            # A subclass's own execute_tool sees every call, batched ones too.
+            overridden = (
+                self.execute_tool(name, arguments, **options.keywords())
+                for name, arguments, options in batch
+            )
+            return list(await asyncio.gather(*overridden))
+        # Otherwise each call runs as the runner's own coroutine, without an execute_tool
+        # frame around it (~0.35 KB a call): thousands at once are the case this serves.
+        return list(await asyncio.gather(*(self._call(spec) for spec in specs)))
+
+    # -- the fleet's changes, applied to the calls in flight --------------------
+
+    def _apply(self, change: Change) -> None:
+        """Do what a change in the fleet means for the calls in flight (Membership decides)."""
+        calls = self._calls
+        if isinstance(change, Admitted):
+            entry = change.entry
+            calls.admitted(entry)
+            if change.resend == "all":
+                waiting = calls.sent_to(entry.info.id)
+                if waiting:
+                    self.logger.info(
+                        "tool %r (%s) reconnected; sending %d pending task(s) again",
+                        entry.info.name,
+                        entry.info.id,
+                        len(waiting),
+                    )
+            elif change.resend == "lost":
+                waiting = calls.lost(entry)
+            else:
+                return
+            for call in waiting:
+                self._delivery.resend(call)
+        elif isinstance(change, Removed):
+            tool_id = change.entry.info.id
+            calls.drop_lost(tool_id)
+            if change.offline:
+                calls.fail(lambda call: call.tool_id == tool_id)
+        elif isinstance(change, ProcessGone):
+            source, owner = change.source, change.owner
+            calls.fail(lambda call: call.source == source and call.entry.info.owner == owner)
 
     def set_log_level(self, level: LogLevel | str) -> None:
         """Change the manager's log level (``"DEBUG"``, ``LogLevel.INFO``, ...)."""

@@ -6,10 +6,12 @@ private attributes lives in :mod:`._internals`.
 """
 
 from .messager import Messager
+from .publishing import MAX_UNACKED
 from .routing import Handler, IncomingMessage, ReconnectHook, topic_matches
 from .url import BrokerURL, build_tls_context, make_client_id, parse_brokers
 
 __all__ = [
+    "MAX_UNACKED",
     "BrokerURL",
     "Handler",
     "IncomingMessage",

@@ -15,8 +15,8 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
-from .._agent.history import SqliteRecorder
-from .._agent.observations import Observation
+from .._agent.records.history import SqliteRecorder
+from .._agent.records.observations import Observation
 from .._protocol.messages import SUCCESS_STATUSES
 from .commands import print_json
 from .common import EXIT_OK, CliError, print_wide, stderr

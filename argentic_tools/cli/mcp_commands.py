@@ -10,7 +10,7 @@ from types import ModuleType
 import anyio
 
 from .. import start_metrics_server
-from .._agent import membership
+from .._agent.fleet import settling
 from .._agent.manager import ToolManager
 from .common import EXIT_OK, CliError, StopRequest, connected_manager
 
@@ -52,7 +52,7 @@ async def settle(manager: ToolManager, seconds: float) -> None:
     its tools.
     """
     loop_time = anyio.current_time
-    earliest = loop_time() + min(membership.STARTUP_SETTLE_SECONDS, seconds)
+    earliest = loop_time() + min(settling.STARTUP_SETTLE_SECONDS, seconds)
     with anyio.move_on_after(seconds):
         while True:
             with anyio.move_on_after(QUIET_SECONDS) as quiet:

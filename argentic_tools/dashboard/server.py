@@ -41,8 +41,8 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
-from .._agent.history import SqliteRecorder
 from .._agent.manager import ToolManager
+from .._agent.records.history import SqliteRecorder
 from .._errors import BrokerError, ProtocolError
 from .._protocol.messages import (
     CallContext,

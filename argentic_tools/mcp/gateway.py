@@ -39,7 +39,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 
 from .. import __version__
-from .._agent.info import ToolInfo
+from .._agent.fleet.info import ToolInfo
 from .._agent.manager import ToolManager
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from . import _internals

@@ -9,9 +9,9 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from .._protocol.fleet_messages import StatsRequestMessage, ToolStatsMessage
-from .membership import Membership
+from ..._protocol.fleet_messages import StatsRequestMessage, ToolStatsMessage
 from .registry import ToolRegistry
+from .settling import Settling
 
 
 class FleetStats:
@@ -19,7 +19,7 @@ class FleetStats:
 
     Args:
         registry: Which processes registered tools (those are waited for).
-        membership: Whether the registry is still settling after a start.
+        settling: Whether the registry is still settling after a start.
         publish: Publishes a stats request on the status topic.
         source: The manager's client id.
         inbox: The manager's own level, where the answers come.
@@ -29,13 +29,13 @@ class FleetStats:
     def __init__(
         self,
         registry: ToolRegistry,
-        membership: Membership,
+        settling: Settling,
         publish: Callable[[StatsRequestMessage], Awaitable[None]],
         source: str,
         inbox: str,
     ) -> None:
         self._registry = registry
-        self._membership = membership
+        self._settling = settling
         self._publish = publish
         self._source = source
         self._inbox = inbox
@@ -56,7 +56,7 @@ class FleetStats:
         loop = asyncio.get_running_loop()
         give_up = loop.time() + wait
         # Just started: the live tools are still answering the announcement.
-        await asyncio.sleep(min(self._membership.settle_remaining(), wait))
+        await asyncio.sleep(min(self._settling.remaining(), wait))
         # Processes of protocol 2 and later answer; Argentic tools and older ones cannot.
         expected = {
             e.info.source

@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
+from ..._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
 
 if TYPE_CHECKING:
     from .pending import CallSpec

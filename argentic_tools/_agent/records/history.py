@@ -47,7 +47,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .._lifecycle import AsyncResource
+from ..._lifecycle import AsyncResource
 from .calls_table import BUSY_TIMEOUT_MS, INSERT, SCHEMA, TRUNCATED, read_calls
 from .observations import Observation
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
-from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
+from ..._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 
 logger = logging.getLogger("argentic_tools.observations")
 

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .._protocol.messages import ToolPartialMessage, ToolProgressMessage, ToolResult
+from ..._protocol.messages import ToolPartialMessage, ToolProgressMessage, ToolResult
 
 logger = logging.getLogger("argentic_tools.manager")
 

@@ -14,11 +14,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .._protocol.fleet_messages import RegisterToolMessage
-from .._protocol.topics import is_valid_tool_id, tool_name_problem
-from .._protocol.validation import SchemaValidator, ValidatorCache
+from ..._protocol.fleet_messages import RegisterToolMessage
+from ..._protocol.topics import is_valid_tool_id, tool_name_problem
+from ..._protocol.validation import SchemaValidator, ValidatorCache
 from .exports import export, prompt_entry, provider_name
-from .info import ToolInfo
+from .info import Entry, ToolInfo
 
 _ID_NAMESPACE = uuid.UUID("9b1c6a52-7f0e-4d7e-9a57-5f2b8f7b3c11")
 _EMPTY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
@@ -37,61 +37,6 @@ them; calls to a freshly registered one wait this long so that the first is not 
 
 class RegistrationRefusedError(ValueError):
     """A registration cannot be admitted; the message says why."""
-
-
-class Entry:
-    """One registered tool instance and what calls to it need."""
-
-    __slots__ = (
-        "connection",
-        "epoch",
-        "info",
-        "output_validator",
-        "protocol",
-        "public",
-        "ready_at",
-        "suspect_since",
-        "validator",
-    )
-
-    def __init__(
-        self,
-        info: ToolInfo,
-        validator: SchemaValidator,
-        ready_at: float,
-        epoch: int | None,
-        output_validator: SchemaValidator | None = None,
-        *,
-        protocol: int | None = None,
-        connection: int | None = None,
-    ) -> None:
-        self.info = info
-        self.validator = validator
-        """The argument schema, compiled at registration."""
-        self.output_validator = output_validator
-        """The output schema, compiled at registration (None when the tool declares none)."""
-        self.ready_at = ready_at
-        """Loop time before which calls wait (plain Argentic tools only; else 0)."""
-        self.epoch = epoch
-        """Manager connection count when the tool last registered; None for plain Argentic
-        tools, which never register again by themselves."""
-        self.protocol = protocol
-        """The tool's extension protocol version (None: a plain Argentic tool)."""
-        self.connection = connection
-        """How many times the tool's process had connected when it registered."""
-        self.suspect_since: float | None = None
-        """Loop time at which a call to this instance went unanswered past its deadline;
-        None while it answers. Calls by name skip a suspect instance while another
-        replica is not suspect (see :mod:`.liveness`)."""
-        self.public: dict[str, Any] = {
-            "id": info.id,
-            "name": info.name,
-            "description": info.description,
-            "parameters": json.dumps(info.input_schema, separators=(",", ":")),
-            "registered_at": info.registered_at,
-            "source_client_id": info.source,
-            "tags": list(info.tags),
-        }
 
 
 NAMES_SHOWN = 20

@@ -4,10 +4,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from .._protocol.messages import CallContext, ToolResult
+from ..._protocol.messages import CallContext, ToolResult
+from ..fleet.info import Entry
 from .flow import Window
 from .progress import CallWatch
-from .registry import Entry
 
 
 class ToolGoneError(Exception):
@@ -27,8 +27,9 @@ class CallSpec:
     arguments: Any
     label: str | None
     """The caller's ``task_id_override``."""
-    wait: float | None
-    """Seconds the caller waits in all; None: no limit but the idle timeout."""
+    timeout: float | None
+    """Seconds the caller waits in all (its ``timeout``, the manager's default, or a
+    long call's ``max_duration``); None: no limit but the idle timeout."""
     call_id: str | None = None
     context: CallContext | None = None
     watch: CallWatch | None = None
@@ -50,7 +51,7 @@ class Pending:
     spec: CallSpec
     """The call as the caller made it (its ids, context and trace context go in the task)."""
     timestamp: float
-    """When the task was built (``time.time()``): its ``timestamp``, and with ``wait``
+    """When the task was built (``time.time()``): its ``timestamp``, and with ``timeout``
     its ``deadline``."""
     window: Window | None = None
     """The tool instance's window while this call holds a slot in it."""
@@ -60,9 +61,9 @@ class Pending:
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
 
     @property
-    def wait(self) -> float | None:
+    def timeout(self) -> float | None:
         """Seconds the caller waits in all (None: only an idle timeout applies)."""
-        return self.spec.wait
+        return self.spec.timeout
 
     @property
     def label(self) -> str | None:

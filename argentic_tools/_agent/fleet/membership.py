@@ -1,9 +1,12 @@
 """Who is on the bus: registrations, unregistrations and Last Wills on the register topic.
 
 :class:`Membership` turns each message on the register topic into a registry
-decision (admit, refuse, replace, remove), answers on the status topic, ends the
-calls of a tool whose process died, and re-sends tasks lost with a restarted
-broker, or with a tool's own lost connection, once their tool registers again.
+decision (admit, refuse, replace, remove) and answers on the status topic. What a
+decision means for calls in flight it does not do itself: it hands its owner a
+:data:`Change` (:class:`Admitted`, :class:`Removed`, :class:`ProcessGone`), and the
+:class:`~argentic_tools.ToolManager` resizes windows, ends the calls of a tool whose
+process died, and has tasks lost with a restarted broker, or with a tool's own lost
+connection, sent again once their tool registers again.
 
 Joining a fleet costs one message per tool: the manager's announcement names its
 inbox, tools answer it on ``{register topic}/{inbox}`` for this manager alone, and
@@ -12,20 +15,19 @@ confirmations that are sent go to the registering process's own status topic.
 """
 
 import asyncio
-import contextlib
 import json
-import logging
 import time
 from collections import deque
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import anyio.to_thread
 
-from .._errors import BrokerError, ProtocolError
-from .._lifecycle import TaskSet
-from .._logging import DropLog, InstanceLogger
-from .._protocol.fleet_messages import (
+from ..._errors import ProtocolError
+from ..._lifecycle import TaskSet
+from ..._logging import DropLog, InstanceLogger
+from ..._protocol.fleet_messages import (
     ClientOfflineMessage,
     RegisterToolMessage,
     ToolRegisteredMessage,
@@ -33,26 +35,15 @@ from .._protocol.fleet_messages import (
     ToolUnregisteredMessage,
     UnregisterToolMessage,
 )
-from .._protocol.messages import BaseMessage, TaskErrorMessage
-from .._protocol.parsing import parse_message
-from .._protocol.topics import Topics, inbox_level
-from .._protocol.validation import SchemaValidator
-from .._transport import IncomingMessage, Messager
-from .calls import CallBook
-from .info import ToolInfo
+from ..._protocol.messages import BaseMessage
+from ..._protocol.parsing import parse_message
+from ..._protocol.topics import Topics, inbox_level
+from ..._protocol.validation import SchemaValidator
+from ..._transport import IncomingMessage, Messager
+from ..publishing import publish_quietly
+from .info import Entry, ToolInfo
 from .liveness import Liveness
-from .pending import CallSpec, Pending
-from .policy import ToolPolicy
-from .registry import Entry, RegistrationRefusedError, ToolRegistry
-
-REGISTRY_SETTLE_SECONDS = 2.0
-"""After a reconnection, how long a call to a name not (yet) registered waits for its tool
-to register again before it ends ``not_found`` (within the call's own timeout)."""
-
-STARTUP_SETTLE_SECONDS = 0.5
-"""After a manager starts, how long a call to a name not (yet) registered waits for the
-live tools to answer its announcement before it ends ``not_found`` (within the call's own
-timeout): a script that calls a tool right after starting its manager finds it."""
+from .registry import RegistrationRefusedError, ToolRegistry
 
 WILL_GRACE_SECONDS = 0.25
 """How long a Last Will waits before it counts: a broker that stops gracefully publishes
@@ -77,18 +68,40 @@ def _compile_all(keys: list[str]) -> list[tuple[str, SchemaValidator]]:
     return compiled
 
 
-async def publish_quietly(
-    messager: Messager,
-    logger: "logging.Logger | InstanceLogger",
-    topic: str,
-    message: Any,
-) -> None:
-    """Publish within 10 s, or log why not: for messages nobody waits on."""
-    try:
-        async with asyncio.timeout(10):
-            await messager.publish(topic, message)
-    except (TimeoutError, BrokerError) as exc:
-        logger.warning("could not publish %s: %s", getattr(message, "type", "a task"), exc)
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A tool instance was admitted, new or again: its advertised limit applies from now.
+
+    ``resend`` says which of its calls' tasks to send again: ``"lost"``, those that
+    went out on a connection of ours older than the registration (a broker restart
+    lost them); ``"all"``, every task it has not answered (its own process
+    reconnected, and its broker node may have died with the tasks queued for it);
+    ``"none"`` for a new instance. A tool runs a task id once: for a task it already
+    ran it sends the recorded result again, and it ignores one still running.
+    """
+
+    entry: Entry
+    resend: Literal["none", "lost", "all"]
+
+
+@dataclass(frozen=True, slots=True)
+class Removed:
+    """A tool instance left the registry; ``offline``: its process died, so its calls end."""
+
+    entry: Entry
+    offline: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessGone:
+    """A process's Last Will counted: calls to its tools (``source`` under ``owner``) end."""
+
+    source: str | None
+    owner: str | None
+
+
+Change = Admitted | Removed | ProcessGone
+"""What a register-topic message changed for the calls in flight."""
 
 
 class Membership:
@@ -96,7 +109,7 @@ class Membership:
 
     Args:
         registry: The manager's registry.
-        calls: The manager's pending calls.
+        decided: Applies each :data:`Change` to the calls in flight (the manager's).
         messager: The manager's connection.
         topics: The manager's topics.
         logger: The manager's logger.
@@ -110,7 +123,7 @@ class Membership:
     def __init__(
         self,
         registry: ToolRegistry,
-        calls: CallBook,
+        decided: Callable[[Change], None],
         messager: Messager,
         topics: Topics,
         logger: InstanceLogger,
@@ -122,7 +135,7 @@ class Membership:
         self.registry = registry
         self.liveness = liveness
         self.inbox = inbox
-        self.calls = calls
+        self._decided = decided
         self.messager = messager
         self.topics = topics
         self.logger = logger
@@ -134,7 +147,6 @@ class Membership:
         self._draining = False
         self._refusals_since = 0.0
         self._refusals = 0
-        self._settle_until: float | None = None
         self._timers: set[asyncio.TimerHandle] = set()
 
     def close(self) -> None:
@@ -142,61 +154,6 @@ class Membership:
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
-
-    def started(self) -> None:
-        """The manager just announced itself: live tools are registering again."""
-        self._settle_until = asyncio.get_running_loop().time() + STARTUP_SETTLE_SECONDS
-
-    def reconnected(self) -> None:
-        """The manager's connection is back: tools may take a moment to register again."""
-        self._settle_until = asyncio.get_running_loop().time() + REGISTRY_SETTLE_SECONDS
-
-    def settle_remaining(self) -> float:
-        """Seconds until the registry has settled after a start or reconnection (0: now)."""
-        if self._settle_until is None:
-            return 0.0
-        return max(self._settle_until - asyncio.get_running_loop().time(), 0.0)
-
-    def settling(self) -> bool:
-        """True while disconnected or just reconnected: tools may not be back yet."""
-        if not self.messager.is_connected():
-            return True
-        if self._settle_until is None:
-            return False
-        return asyncio.get_running_loop().time() < self._settle_until
-
-    async def after_settling(
-        self, spec: CallSpec, not_found: TaskErrorMessage, policy: ToolPolicy
-    ) -> "Pending | TaskErrorMessage":
-        """Wait (within the call's timeout) for a tool to come back after a reconnection."""
-        loop = asyncio.get_running_loop()
-        patience = spec.wait
-        if patience is None:
-            watch = spec.watch
-            patience = watch.idle if watch is not None and watch.idle is not None else 0.0
-        deadline = loop.time() + patience
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout_at(deadline):
-                await self.messager.wait_connected()
-            settle = self._settle_until or loop.time()
-            async with asyncio.timeout_at(min(deadline, max(settle, loop.time()))):
-                await self.registry.wait_for(spec.name)
-        remaining = deadline - loop.time()
-        if remaining <= 0 or self.registry.lookup(spec.name) is None:
-            return not_found
-        if spec.wait is not None:
-            spec.wait = remaining
-        return self.calls.prepare(spec, policy)
-
-    def _resend_lost(self, entry: Entry) -> None:
-        """Send again the tasks to a tool that went out on an earlier connection.
-
-        The tool runs a task id once: for a task it already ran it sends the recorded
-        result again, and it ignores one still running.
-        """
-        topic = self.topics.call(entry.info.id)
-        for pending in self.calls.lost(entry):
-            self._tasks.spawn(self._resend(topic, pending), "resend")
 
     @property
     def addressed_filters(self) -> list[str]:
@@ -322,7 +279,7 @@ class Membership:
             if entry.info.owner == owner:
                 self._remove(entry, "offline")
         # Calls to tools that already unregistered but were still finishing.
-        self.calls.fail(lambda p: p.source == source and p.entry.info.owner == owner)
+        self._decided(ProcessGone(source, owner))
 
     def _handle_register(self, reg: RegisterToolMessage, owner: str | None) -> None:
         previous = self.registry.get(reg.tool_id) if reg.tool_id is not None else None
@@ -350,21 +307,21 @@ class Membership:
             return
         for old in replaced:
             self._announce_removal(old.info, "replaced")
-        self.calls.admitted(entry)
         if self.liveness is not None:
             self.liveness.alive(entry.info.id)
         info = entry.info
         if is_new:
             self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
+            self._decided(Admitted(entry, "none"))
         elif (
             previous is not None
             and previous.connection is not None
             and entry.connection is not None
             and entry.connection > previous.connection
         ):
-            self._resend_all(entry)
+            self._decided(Admitted(entry, "all"))
         else:
-            self._resend_lost(entry)
+            self._decided(Admitted(entry, "lost"))
         if reg.confirmed:
             return  # a manager confirmed it before: nothing to tell it
         confirmation = ToolRegisteredMessage(
@@ -382,34 +339,13 @@ class Membership:
             return self.topics.status  # Argentic tools and older versions read only this
         return f"{self.topics.status}/{level}"
 
-    def _resend_all(self, entry: Entry) -> None:
-        """The tool's process reconnected: send it again every task still waiting on it.
-
-        Its broker node may have died with the tasks queued for it. The tool runs a task
-        id once: one it already ran gets its recorded reply, one still running is ignored.
-        """
-        topic = self.topics.call(entry.info.id)
-        waiting = self.calls.sent_to(entry.info.id)
-        if waiting:
-            self.logger.info(
-                "tool %r (%s) reconnected; sending %d pending task(s) again",
-                entry.info.name,
-                entry.info.id,
-                len(waiting),
-            )
-        for pending in waiting:
-            self._tasks.spawn(self._resend(topic, pending), "resend")
-
     def _remove(self, entry: Entry, reason: str) -> None:
         if not self.registry.remove(entry):
             return
-        info = entry.info
-        self.calls.drop_lost(info.id)
-        if reason == "offline":
-            # An unregistering tool finishes its in-flight calls (graceful shutdown);
-            # a dead one never will.
-            self.calls.fail(lambda pending: pending.tool_id == info.id)
-        self._announce_removal(info, reason)
+        # An unregistering tool finishes its in-flight calls (graceful shutdown); a dead
+        # one never will.
+        self._decided(Removed(entry, offline=reason == "offline"))
+        self._announce_removal(entry.info, reason)
 
     def _announce_removal(self, info: ToolInfo, reason: str) -> None:
         self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
@@ -426,10 +362,6 @@ class Membership:
 
     async def _publish_status(self, message: Any) -> None:
         await self._publish_quietly(self.topics.status, message)
-
-    async def _resend(self, topic: str, pending: Pending) -> None:
-        # Built again here: a pending call never keeps its task's bytes (CallBook.encoded).
-        await self._publish_quietly(topic, self.calls.encoded(pending))
 
     async def _publish_quietly(self, topic: str, message: Any) -> None:
         await publish_quietly(self.messager, self.logger, topic, message)

@@ -1,53 +1,47 @@
-"""Calls in flight on the caller side: checks, the task on the wire, the pending table.
+"""Calls in flight on the caller side: the checks and the pending table.
 
-:class:`CallBook` checks a call against the registry and the policy, writes its
-task, keeps one :class:`~.pending.Pending` per task id until its result arrives,
-and matches each incoming result to the call that made it. The error results a
-call can end in without the tool's help come from :class:`~.endings.CallEndings`.
-It does no messaging: the :class:`~argentic_tools.ToolManager` does.
+:class:`CallBook` checks a call against the registry and the policy, keeps one
+:class:`~.pending.Pending` per task id until its result arrives, keeps each tool
+instance's :class:`~.flow.Window`, and matches each incoming result, progress report
+and chunk to the call that made it. The error results a call can end in without the
+tool's help come from :mod:`.endings`. It does no messaging: :class:`~.delivery.Delivery`
+sends, the :class:`~argentic_tools.ToolManager` routes what arrives.
 """
 
 import asyncio
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from pydantic import TypeAdapter
-
-from .._protocol.encoding import encode_fields
-from .._protocol.messages import (
+from ..._protocol.messages import (
     CallContext,
     TaskErrorMessage,
-    TaskMessage,
     TaskStatus,
     ToolPartialMessage,
     ToolProgressMessage,
     ToolResult,
 )
-from .._protocol.validation import describe_problems
+from ..._protocol.validation import describe_problems
+from ..fleet.info import Entry
+from ..fleet.registry import ToolRegistry
+from ..policy import ToolPolicy
 from .arguments import unsendable, utf8_safe, without_skipped_nulls
-from .endings import CallEndings
-from .flow import Window, advertised_capacity
-from .pending import CallSpec, Pending, UnsendableTaskError
-from .policy import ToolPolicy
-from .registry import Entry, ToolRegistry
-
-_CONTEXT = TypeAdapter(CallContext)
+from .endings import error, offline
+from .flow import Window
+from .pending import CallSpec, Pending
 
 REMEMBER_FINISHED = 10_000
 """Finished task ids remembered, to tell a late or duplicate result from a stranger's."""
 
 
-class CallBook(CallEndings):
+class CallBook:
     """The pending calls of one manager, keyed by task id.
 
     Args:
         registry: Where tools are looked up.
-        source: The manager's MQTT client id, the ``source`` of what it builds.
-        reply_topic: Where a tool answers this manager, by tool id (None: on the
-            shared response topic).
+        source: The manager's MQTT client id, the ``source`` of the results it builds.
 
     """
 
@@ -55,12 +49,9 @@ class CallBook(CallEndings):
         self,
         registry: ToolRegistry,
         source: str,
-        reply_topic: Callable[[str], str] | None = None,
     ) -> None:
         self.registry = registry
         self.source = source
-        self.reply_topic = reply_topic
-        """The manager's reply topic for a tool id (None: tools answer on the shared one)."""
         self.pending: dict[str, Pending] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         # Calls sent on a connection before ``_lost_epoch``, by tool id, not yet re-sent.
@@ -76,7 +67,7 @@ class CallBook(CallEndings):
         has seen with its recorded reply. The override is a label on the result.
         """
         task_id = str(uuid.uuid4())
-        name, arguments, label, wait = spec.name, spec.arguments, spec.label, spec.wait
+        name, arguments, label, timeout = spec.name, spec.arguments, spec.label, spec.timeout
         context = spec.context
         entry = self.registry.lookup(name)
         if entry is None:
@@ -85,7 +76,8 @@ class CallBook(CallEndings):
             details: dict[str, Any] = {"available": self.registry.names()}
             if suggestion:
                 details["suggestion"] = suggestion
-            return self.error(
+            return error(
+                self.source,
                 label or task_id,
                 "unknown",
                 name,
@@ -97,7 +89,8 @@ class CallBook(CallEndings):
         info = entry.info
         thread_id = context.thread_id if context else None
         if not policy.is_enabled(info.name, thread_id):
-            return self.error(
+            return error(
+                self.source,
                 label or task_id,
                 info.id,
                 info.name,
@@ -107,7 +100,8 @@ class CallBook(CallEndings):
             )
         if not isinstance(arguments, dict):
             kind = "a JSON string" if isinstance(arguments, str) else type(arguments).__name__
-            return self.error(
+            return error(
+                self.source,
                 label or task_id,
                 info.id,
                 info.name,
@@ -119,7 +113,8 @@ class CallBook(CallEndings):
             )
         problem = unsendable(arguments)
         if problem is not None:
-            return self.error(
+            return error(
+                self.source,
                 label or task_id,
                 info.id,
                 info.name,
@@ -130,7 +125,8 @@ class CallBook(CallEndings):
             )
         context_problem = _unsendable_context(context)
         if context_problem is not None:
-            return self.error(
+            return error(
+                self.source,
                 label or task_id,
                 info.id,
                 info.name,
@@ -145,7 +141,8 @@ class CallBook(CallEndings):
             arguments = without_skipped_nulls(arguments, info.input_schema, problems)
             problems = entry.validator.problems(arguments)
         if problems:
-            return self.error(
+            return error(
+                self.source,
                 label or task_id,
                 info.id,
                 info.name,
@@ -154,13 +151,14 @@ class CallBook(CallEndings):
                 "invalid_arguments",
                 details=problems,
             )
-        if wait is not None and wait <= 0:
-            return self.error(
+        if timeout is not None and timeout <= 0:
+            return error(
+                self.source,
                 label or task_id,
                 info.id,
                 info.name,
                 arguments,
-                f"Tool '{info.name}' timed out: the timeout was {wait:g} s, "
+                f"Tool '{info.name}' timed out: the timeout was {timeout:g} s, "
                 "so the call was not sent.",
                 "timeout",
                 status=TaskStatus.TIMEOUT,
@@ -170,68 +168,12 @@ class CallBook(CallEndings):
         self.pending[task_id] = pending
         return pending
 
-    def encoded(self, call: Pending) -> bytes:
-        """The task of ``call`` as JSON: the same bytes each time, to send it again.
-
-        Built when the task's turn to be published comes, and never kept: the model
-        would cost ~1.5 KB per pending call and the bytes ~0.5 KB, and with thousands
-        of calls queued for the connection's window of unacknowledged publishes, each
-        held them while it waited. Everything is rebuilt from what the call keeps anyway.
-
-        Raises:
-            UnsendableTaskError: JSON cannot carry a value (the checks before let
-                through only what it can: this is a last guard, e.g. for the context).
-
-        """
-        # Every value here is already checked; unset fields keep their defaults.
-        spec, info, watch, wait, now = (
-            call.spec,
-            call.entry.info,
-            call.watch,
-            call.wait,
-            call.timestamp,
-        )
-        try:
-            return encode_fields(
-                TaskMessage,
-                {
-                    "source": self.source,
-                    "timestamp": now,
-                    "message_id": call.task_id,
-                    "task_id": call.task_id,
-                    "tool_id": info.id,
-                    "tool_name": info.name,
-                    "arguments": call.arguments,
-                    "call_id": spec.call_id,
-                    "timeout_seconds": None if wait is None else float(wait),
-                    "deadline": None if wait is None else now + wait,
-                    # As the declared type writes it: a subclass's own fields stay home.
-                    "context": (
-                        None
-                        if spec.context is None
-                        else _CONTEXT.dump_python(spec.context, exclude_none=True)
-                    ),
-                    "report_progress": True if watch is not None and watch.wants_progress else None,
-                    "stream": True if watch is not None and watch.streams else None,
-                    "traceparent": spec.traceparent,
-                    "tracestate": spec.tracestate,
-                    # Plain Argentic tools answer on the shared topic whatever it says.
-                    "reply_to": (
-                        None
-                        if self.reply_topic is None or call.entry.protocol is None
-                        else self.reply_topic(info.id)
-                    ),
-                },
-            )
-        except (ValueError, TypeError, RecursionError) as exc:
-            raise UnsendableTaskError(str(exc).splitlines()[0][:200]) from None
-
     async def take_slot(self, call: Pending) -> None:
         """Wait until the tool instance has room for one more task (see :class:`Window`)."""
         tool_id = call.tool_id
         window = self._windows.get(tool_id)
         if window is None:
-            window = self._windows[tool_id] = Window(advertised_capacity(call.entry))
+            window = self._windows[tool_id] = Window(call.entry.max_concurrency)
         await window.acquire()
         call.window = window
 
@@ -243,7 +185,7 @@ class CallBook(CallEndings):
         """A tool (re-)registered: its advertised limit applies from now on."""
         window = self._windows.get(entry.info.id)
         if window is not None:
-            window.resize(advertised_capacity(entry))
+            window.resize(entry.max_concurrency)
 
     def find(self, task_id: str) -> Pending | None:
         """The pending call with this wire task id, or with this label."""
@@ -311,25 +253,13 @@ class CallBook(CallEndings):
         self, which: Callable[[Pending], bool], exception: BaseException | None = None
     ) -> None:
         """End the matching calls: offline (the default), or with ``exception``."""
-        for task_id, pending in list(self.pending.items()):
+        for pending in list(self.pending.values()):
             if not which(pending) or pending.future.done():
                 continue
             if exception is not None:
                 pending.future.set_exception(exception)
                 continue
-            pending.future.set_result(
-                self.error(
-                    pending.label or task_id,
-                    pending.tool_id,
-                    pending.tool_name,
-                    None,
-                    f"Tool '{pending.tool_name}' went offline (its process disconnected) "
-                    "before answering; it may or may not have run the task, so retry only "
-                    "if running it twice is harmless.",
-                    "tool_offline",
-                    details={"executed": "unknown"},
-                )
-            )
+            pending.future.set_result(offline(self.source, pending))
 
     def lost(self, entry: Entry) -> list[Pending]:
         """Calls to ``entry``'s tool sent on an earlier connection than its registration's.
@@ -370,35 +300,6 @@ class CallBook(CallEndings):
         if window is not None:
             # Its waiters find the tool gone when they look; wake them all now.
             window.resize(None)
-
-    def timed_out(self, call: Pending) -> TaskErrorMessage:
-        """The result of a call whose wait ran out."""
-        watch = call.watch
-        if watch is not None and (watch.idle is not None or call.wait is None):
-            return self._long_call_timed_out(call, watch)
-        window = self._windows.get(call.tool_id)
-        if call.window is None and window is not None and window.capacity is not None:
-            return self.failed(
-                call,
-                f"Tool '{call.tool_name}' timed out after {call.wait:g} s before it could be "
-                f"sent: the tool had its {window.capacity} tasks (its max_concurrency) in "
-                f"progress the whole time (task {call.task_id}, not run).",
-                "timeout",
-                status=TaskStatus.TIMEOUT,
-            )
-        return self.failed(
-            call,
-            f"Tool '{call.tool_name}' timed out after {call.wait:g} s (task {call.task_id}).",
-            "timeout",
-            status=TaskStatus.TIMEOUT,
-        )
-
-
-def call_field(call: Any, name: str, alias: str) -> Any:
-    """``name`` (or its ART spelling ``alias``) of a parsed tool call, object or mapping."""
-    if isinstance(call, Mapping):
-        return call.get(name, call.get(alias))
-    return getattr(call, name, getattr(call, alias, None))
 
 
 def _share_values(result: ToolResult, pending: Pending) -> None:

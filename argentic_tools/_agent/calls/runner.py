@@ -1,23 +1,25 @@
 """One call from its check to its one result: :class:`CallRunner`.
 
 The :class:`~argentic_tools.ToolManager` hands each call here. The runner checks it
-(through the :class:`CallBook`), waits for the tool's registry to settle and for a
-slot in the tool instance's window, sends the task, and awaits the result under the
-call's deadline (or its idle timeout, which progress reports move). Whatever ends
+(through the :class:`~.book.CallBook`), waits for the registry to settle and for a
+slot in the tool instance's window, has :class:`~.delivery.Delivery` send the task,
+and awaits the result under the call's deadline (or its idle timeout, which progress
+reports move). Whatever ends
 the wait (a result, a timeout, the caller's cancellation, a tool that left) ends in
 exactly one result, and a published task the caller gave up on gets a TOOL_CANCEL.
 """
 
 import asyncio
+import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
 
 import anyio
 
-from .._errors import BrokerError, PayloadTooLargeError
-from .._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
-from .._telemetry import (
+from ..._errors import BrokerError, PayloadTooLargeError
+from ..._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
+from ..._telemetry import (
     CallerMetrics,
     Span,
     call_span,
@@ -25,13 +27,14 @@ from .._telemetry import (
     trace_id_of,
     traceparent_of,
 )
-from .calls import CallBook
+from ..fleet.liveness import Liveness
+from ..fleet.settling import Settling
+from ..policy import ToolPolicy
+from ..records.observations import ObservationPump, observation_of
+from .book import CallBook
 from .delivery import Delivery
-from .liveness import Liveness
-from .membership import Membership
-from .observations import ObservationPump, observation_of
+from .endings import assembled, checked, error, failed, timed_out, undeliverable
 from .pending import CallSpec, Pending, ToolGoneError, UnsendableTaskError
-from .policy import ToolPolicy
 
 CANCEL_SEND_SECONDS = 2.0
 """How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
@@ -47,7 +50,8 @@ class CallRunner:
     Args:
         calls: The manager's pending calls.
         delivery: Sends tasks and cancellations.
-        membership: Knows when the registry may still be settling.
+        settling: Knows when the registry may still be filling (a call to a name not
+            registered yet then waits for it).
         pump: Takes one observation per call (None: nobody records).
         is_open: Whether the manager is still open (a closed one sends no cancellation).
         liveness: Told about calls that went unanswered past their deadline.
@@ -58,7 +62,7 @@ class CallRunner:
         self,
         calls: CallBook,
         delivery: Delivery,
-        membership: Membership,
+        settling: Settling,
         pump: ObservationPump | None,
         is_open: Callable[[], bool],
         liveness: Liveness | None = None,
@@ -67,7 +71,8 @@ class CallRunner:
         self._metrics = CallerMetrics()
         self._calls = calls
         self._delivery = delivery
-        self._membership = membership
+        self._settling = settling
+        self._source = calls.source
         self._pump = pump
         self._is_open = is_open
 
@@ -85,15 +90,15 @@ class CallRunner:
             if (
                 isinstance(call, TaskErrorMessage)
                 and call.error_code == "not_found"
-                and self._membership.settling()
+                and self._settling.active()
             ):
-                call = await self._membership.after_settling(spec, call, policy)
+                call = await self._after_settling(spec, call, policy)
             if isinstance(call, Pending):
                 watch = call.watch
                 try:
                     loop = asyncio.get_running_loop()
                     deadline = (
-                        loop.time() + call.wait  # type: ignore[operator]
+                        loop.time() + call.timeout  # type: ignore[operator]
                         if watch is None
                         else watch.first_deadline(loop)
                     )
@@ -117,9 +122,9 @@ class CallRunner:
                         if watch is None:
                             result: ToolResult = await call.future
                         else:
-                            result = self._calls.assembled(call, await watch.result(call.future))
+                            result = assembled(self._source, call, await watch.result(call.future))
                 except TimeoutError:
-                    result = self._calls.timed_out(call)
+                    result = timed_out(self._source, call, self._calls.window_of(call.tool_id))
                     if call.published:
                         self._delivery.cancel_at_tool(call, result.error)
                         if self._liveness is not None and (
@@ -135,9 +140,10 @@ class CallRunner:
                             await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
                     raise
                 except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
-                    result = self._calls.undeliverable(call, exc)
+                    result = undeliverable(self._source, call, exc)
                 except UnsendableTaskError as exc:
-                    result = self._calls.failed(
+                    result = failed(
+                        self._source,
                         call,
                         f"Tool '{call.tool_name}': invalid arguments: they cannot be sent as "
                         f"JSON: {exc}",
@@ -149,7 +155,7 @@ class CallRunner:
                     if watch is not None:
                         watch.timer = None
                     self._calls.forget(call.task_id)
-                result = self._calls.checked(call, result)
+                result = checked(self._source, call, result)
             else:
                 result = call
         except asyncio.CancelledError:
@@ -159,13 +165,34 @@ class CallRunner:
             raise
         return self._ended(spec, span, started, result)
 
+    async def _after_settling(
+        self, spec: CallSpec, not_found: TaskErrorMessage, policy: ToolPolicy
+    ) -> "Pending | TaskErrorMessage":
+        """Wait (within the call's deadline) for its tool to come back after a reconnection."""
+        loop = asyncio.get_running_loop()
+        patience = spec.timeout
+        if patience is None:
+            watch = spec.watch
+            patience = watch.idle if watch is not None and watch.idle is not None else 0.0
+        deadline = loop.time() + patience
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                await self._settling.wait_for(spec.name)
+        remaining = deadline - loop.time()
+        if remaining <= 0 or self._calls.registry.lookup(spec.name) is None:
+            return not_found
+        if spec.timeout is not None:
+            spec.timeout = remaining
+        return self._calls.prepare(spec, policy)
+
     def _cancelled(self, spec: CallSpec, call: "Pending | TaskErrorMessage") -> TaskErrorMessage:
         """The result a call the caller cancelled ends with, where it is recorded."""
         text = f"Tool '{spec.name}' call was cancelled: cancelled by the caller."
         status = TaskStatus.CANCELLED
         if isinstance(call, Pending):
-            return self._calls.failed(call, text, "cancelled", status=status)
-        return self._calls.error(
+            return failed(self._source, call, text, "cancelled", status=status)
+        return error(
+            self._source,
             call.task_id,
             call.tool_id,
             call.tool_name,
@@ -206,7 +233,8 @@ class CallRunner:
             return False
         why = reason or "cancelled by the caller"
         call.future.set_result(
-            self._calls.failed(
+            failed(
+                self._source,
                 call,
                 f"Tool '{call.tool_name}' call was cancelled: {why}.",
                 "cancelled",

@@ -3,8 +3,6 @@
 import asyncio
 from collections import deque
 
-from .registry import Entry
-
 
 class Window:
     """Tasks outstanding at one tool instance: at most the ``max_concurrency`` it advertises.
@@ -59,11 +57,3 @@ class Window:
             if not waiter.done():
                 self.in_use += 1
                 waiter.set_result(None)
-
-
-def advertised_capacity(entry: Entry) -> int | None:
-    """The ``max_concurrency`` a tool instance advertised, when it is a usable number."""
-    value = entry.info.metadata.get("max_concurrency")
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    return None

@@ -14,13 +14,14 @@ declare no protocol version cannot answer one; they are given another chance aft
 import asyncio
 import contextlib
 
-from .._lifecycle import TaskSet
-from .._logging import InstanceLogger
-from .._protocol.fleet_messages import ToolPingMessage
-from .._protocol.messages import encode
-from .._protocol.topics import Topics
-from .._transport import Messager
-from .registry import Entry, ToolRegistry
+from ..._lifecycle import TaskSet
+from ..._logging import InstanceLogger
+from ..._protocol.fleet_messages import ToolPingMessage
+from ..._protocol.messages import encode
+from ..._protocol.topics import Topics
+from ..._transport import Messager
+from .info import Entry
+from .registry import ToolRegistry
 
 PROBE_SECONDS = 1.0
 """How often a suspect instance is asked whether it is alive."""

@@ -1,0 +1,194 @@
+"""Getting tasks and cancellations to a tool: only on a connection it listens on.
+
+:class:`Delivery` is the only sender of tasks: the first send, and a send again after a
+broker or the tool lost them. A task's JSON is built here, when its turn to be published
+comes. After a reconnection the broker may have forgotten every subscription, so a task
+waits until its tool has registered again; a cancellation or a task sent again is a task
+of its own that the manager owns, so closing the manager waits for it briefly instead of
+dropping it.
+"""
+
+import asyncio
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import TypeAdapter
+
+from ..._lifecycle import TaskSet
+from ..._logging import InstanceLogger
+from ..._protocol.encoding import encode_fields
+from ..._protocol.messages import CallContext, TaskMessage, ToolCancelMessage
+from ..._protocol.topics import Topics
+from ..._transport import MAX_UNACKED, Messager
+from ..fleet.registry import ToolRegistry
+from ..publishing import publish_quietly
+from .pending import Pending, ToolGoneError, UnsendableTaskError
+
+SENDING = MAX_UNACKED
+"""Tasks of one manager being published at once (until their PUBACK): the connection's
+own window of unacknowledged publishes. More wait their turn here, holding only their
+place in the queue: waiting inside the publish, each held the task's bytes and two
+more coroutine frames, ~0.6 KB per call with thousands queued."""
+
+_CONTEXT = TypeAdapter(CallContext)
+
+
+class Delivery:
+    """Publishes one manager's tasks and cancellations.
+
+    Args:
+        messager: The manager's connection.
+        topics: The manager's topics.
+        registry: Where a task's tool is looked up (it may have left, or not be back).
+        logger: The manager's logger.
+        tasks: Owns the cancellations and tasks sent again (the manager's).
+        reply_topic: Where a tool answers this manager, by tool id (None: on the
+            shared response topic).
+
+    """
+
+    def __init__(
+        self,
+        messager: Messager,
+        topics: Topics,
+        registry: ToolRegistry,
+        logger: "logging.Logger | InstanceLogger",
+        tasks: TaskSet,
+        reply_topic: Callable[[str], str] | None = None,
+    ) -> None:
+        self.messager = messager
+        self.topics = topics
+        self.registry = registry
+        self._logger = logger
+        self._tasks = tasks
+        self._reply_topic = reply_topic
+        self._sending = asyncio.Semaphore(SENDING)
+
+    async def send(self, call: Pending) -> int:
+        """Publish the task of ``call`` on a connection its tool is known to be subscribed on.
+
+        The task's bytes are built (the same each time) only when it can go out.
+
+        After the manager's connection is re-established (the broker may have restarted
+        and lost every subscription), wait until the tool has registered again, and send
+        again if the connection changed while publishing. Tools execute a task id once.
+
+        Returns:
+            The connection (``messager.connections``) the task went out on; 0 when the
+            call ended before its task could go out (it is then never sent).
+
+        """
+        tool_id = call.tool_id
+        while True:
+            if call.future.done():
+                return 0  # ended while it waited for its tool to register again
+            if not self.messager.is_connected():
+                # Decide after the reconnection: published the moment the connection is
+                # back, the task would go out again once the tool has re-registered.
+                await self.messager.wait_connected()
+            current = self.registry.get(tool_id)
+            if current is None:
+                raise ToolGoneError
+            if current.epoch is not None and current.epoch < self.messager.connections:
+                await self.registry.changed()
+                continue
+            async with self._sending:
+                if call.future.done():
+                    # Ended while it waited for its turn (cancelled, its manager closed):
+                    # sent now, it would reach the tool after its cancellation.
+                    return 0
+                sent_on = self.messager.connections
+                # One topic string for all the tasks queued to a tool, not one per task.
+                topic = sys.intern(self.topics.call(tool_id))
+                await self.messager.publish(topic, functools.partial(self.encoded, call))
+            if current.epoch is None or current.epoch >= self.messager.connections:
+                return sent_on
+
+    def cancel_at_tool(self, call: Pending, reason: str) -> "asyncio.Task[Any]":
+        """Tell the tool to stop working on ``call``; the returned task publishes it."""
+        message = ToolCancelMessage(
+            source=self.messager.client_id,
+            task_id=call.task_id,
+            tool_id=call.tool_id,
+            reason=reason,
+        )
+        return self._tasks.spawn(
+            publish_quietly(self.messager, self._logger, self.topics.call(call.tool_id), message),
+            "cancel",
+        )
+
+    def resend(self, call: Pending) -> None:
+        """Send the task of ``call`` again, now: its tool registered again after losing it.
+
+        The tool runs a task id once: for a task it already ran it sends the recorded
+        result again, and it ignores one still running.
+        """
+        # Built again here: a pending call never keeps its task's bytes (see encoded).
+        self._tasks.spawn(
+            publish_quietly(
+                self.messager,
+                self._logger,
+                self.topics.call(call.tool_id),
+                functools.partial(self.encoded, call),
+            ),
+            "resend",
+        )
+
+    def encoded(self, call: Pending) -> bytes:
+        """The task of ``call`` as JSON: the same bytes each time, to send it again.
+
+        Built when the task's turn to be published comes, and never kept: the model
+        would cost ~1.5 KB per pending call and the bytes ~0.5 KB, and with thousands
+        of calls queued for the connection's window of unacknowledged publishes, each
+        held them while it waited. Everything is rebuilt from what the call keeps anyway.
+
+        Raises:
+            UnsendableTaskError: JSON cannot carry a value (the checks before let
+                through only what it can: this is a last guard, e.g. for the context).
+
+        """
+        # Every value here is already checked; unset fields keep their defaults.
+        spec, info, watch, timeout, now = (
+            call.spec,
+            call.entry.info,
+            call.watch,
+            call.timeout,
+            call.timestamp,
+        )
+        try:
+            return encode_fields(
+                TaskMessage,
+                {
+                    "source": self.messager.client_id,
+                    "timestamp": now,
+                    "message_id": call.task_id,
+                    "task_id": call.task_id,
+                    "tool_id": info.id,
+                    "tool_name": info.name,
+                    "arguments": call.arguments,
+                    "call_id": spec.call_id,
+                    "timeout_seconds": None if timeout is None else float(timeout),
+                    "deadline": None if timeout is None else now + timeout,
+                    # As the declared type writes it: a subclass's own fields stay home.
+                    "context": (
+                        None
+                        if spec.context is None
+                        else _CONTEXT.dump_python(spec.context, exclude_none=True)
+                    ),
+                    "report_progress": True if watch is not None and watch.wants_progress else None,
+                    "stream": True if watch is not None and watch.streams else None,
+                    "traceparent": spec.traceparent,
+                    "tracestate": spec.tracestate,
+                    # Plain Argentic tools answer on the shared topic whatever it says.
+                    "reply_to": (
+                        None
+                        if self._reply_topic is None or call.entry.protocol is None
+                        else self._reply_topic(info.id)
+                    ),
+                },
+            )
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise UnsendableTaskError(str(exc).splitlines()[0][:200]) from None

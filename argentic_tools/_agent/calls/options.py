@@ -1,0 +1,117 @@
+"""The settings one call carries: :class:`CallOptions`.
+
+``execute_tool``, ``stream_tool``, ``get_tool_results`` (from each
+:class:`~argentic_tools.ToolCallRequest`) and ``execute_tools`` all turn what they are
+given into one :class:`CallOptions`, and the options into the call's
+:class:`~.pending.CallSpec`: every setting is read, and a bad one refused, before
+anything is sent.
+
+The deadline has one name on the caller's side, ``timeout`` (seconds the caller
+waits in all), from the method's parameter to the pending call; on the wire the task
+carries it as ``timeout_seconds`` and as an absolute ``deadline`` (see
+``docs/protocol.md``).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..._protocol.messages import CallContext, ToolCallRequest
+from .pending import CallSpec
+from .progress import ChunkSink, ProgressCallback, long_call
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallOptions:
+    """How one call is made, as its caller asked: the parameters of ``execute_tool``."""
+
+    task_id_override: str | None = None
+    """The caller's label for the call, returned as the result's ``task_id`` (never sent)."""
+    timeout: float | None = None
+    """Seconds to wait in all; the manager's ``default_timeout`` when None (and no
+    ``idle_timeout``)."""
+    call_id: str | None = None
+    """The caller's id for the call, returned unchanged."""
+    context: CallContext | None = None
+    """Thread, trace and user ids, delivered to the tool."""
+    on_progress: ProgressCallback | None = None
+    """Called with each progress report, in order."""
+    idle_timeout: float | None = None
+    """Seconds without a progress report after which the call times out."""
+    max_duration: float | None = None
+    """With ``idle_timeout``: the absolute limit that no report extends."""
+
+    @classmethod
+    def of_request(cls, request: ToolCallRequest) -> "CallOptions":
+        """The options of one request of a ``get_tool_results`` batch."""
+        return cls(
+            timeout=request.timeout,
+            call_id=request.call_id,
+            context=request.context,
+            on_progress=request.on_progress,
+            idle_timeout=request.idle_timeout,
+            max_duration=request.max_duration,
+        )
+
+    def keywords(self) -> dict[str, Any]:
+        """The options as ``execute_tool``'s keyword arguments (the same names)."""
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def spec(
+        self,
+        name: str,
+        arguments: Any,
+        default_timeout: float | None,
+        on_chunk: ChunkSink | None = None,
+    ) -> CallSpec:
+        """One call of ``name`` with these options, before it is checked.
+
+        Raises:
+            ValueError: ``idle_timeout`` or ``max_duration`` is not a positive number.
+
+        """
+        watch = None
+        timeout = default_timeout if self.timeout is None else self.timeout
+        if (
+            self.on_progress is not None
+            or on_chunk is not None
+            or self.idle_timeout is not None
+            or self.max_duration is not None
+        ):
+            watch, timeout = long_call(
+                self.on_progress,
+                on_chunk,
+                self.timeout,
+                self.idle_timeout,
+                self.max_duration,
+                timeout,
+            )
+        return CallSpec(
+            name, arguments, self.task_id_override, timeout, self.call_id, self.context, watch
+        )
+
+
+def context_with(
+    context: CallContext | None,
+    thread_id: str | None,
+    trace_id: str | None,
+    user_id: str | None,
+) -> CallContext | None:
+    """``context`` with the ids given beside it (those win); None when there is nothing."""
+    ids = {
+        key: value
+        for key, value in (("thread_id", thread_id), ("trace_id", trace_id), ("user_id", user_id))
+        if value is not None
+    }
+    if not ids:
+        return context
+    if context is None:
+        return CallContext(**ids)
+    return context.model_copy(update=ids)
+
+
+def call_field(call: Any, name: str, alias: str) -> Any:
+    """``name`` (or its ART spelling ``alias``) of a parsed tool call, object or mapping."""
+    if isinstance(call, Mapping):
+        return call.get(name, call.get(alias))
+    return getattr(call, name, getattr(call, alias, None))

@@ -1,0 +1,1 @@
+"""What happened: one observation per call attempt, and the persistent call history."""
