@@ -10,7 +10,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError
 from .._logging import DropLog
@@ -37,12 +37,10 @@ from .._telemetry import ToolMetrics
 from .._transport import IncomingMessage, Messager
 from .control import CallControl
 from .execution import TaskExecution
+from .served import ServedTool
 from .stats import ToolCounters
 from .status import StatusRouter
 from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
-
-if TYPE_CHECKING:
-    from .definition import BaseTool
 
 logger = logging.getLogger("argentic_tools.tool")
 
@@ -57,7 +55,7 @@ class ToolEndpoint(TaskExecution):
 
     def __init__(
         self,
-        tool: "BaseTool",
+        tool: ServedTool,
         messager: Messager,
         topics: Topics,
         *,
@@ -170,6 +168,11 @@ class ToolEndpoint(TaskExecution):
             in_flight=self.in_flight,
             max_concurrency=self.max_concurrency or None,
         )
+
+    @property
+    def tool_name(self) -> str:
+        """The served tool's name."""
+        return self.tool.name
 
     @property
     def in_flight(self) -> int:

@@ -12,7 +12,7 @@ import inspect
 import logging
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
@@ -35,11 +35,9 @@ from .._transport import Messager
 from .context import ToolContext, set_current_context
 from .control import CallControl, collect_chunks
 from .replies import error_reply
+from .served import ServedTool
 from .stats import ToolCounters
 from .task_record import TaskRecord
-
-if TYPE_CHECKING:
-    from .definition import BaseTool
 
 logger = logging.getLogger("argentic_tools.tool")
 
@@ -51,7 +49,7 @@ class TaskExecution:
     there. The attributes below are the endpoint's.
     """
 
-    tool: "BaseTool"
+    tool: ServedTool
     messager: Messager
     topics: Topics
     tool_id: str
