@@ -40,7 +40,7 @@ from .execution import TaskExecution
 from .served import ServedTool
 from .stats import ToolCounters
 from .status import StatusRouter
-from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
+from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline_from, record_key
 
 logger = logging.getLogger("argentic_tools.tool")
 
@@ -311,19 +311,19 @@ class ToolEndpoint(TaskExecution):
         seen = self._recent.get(key)
         # The time left is measured from this receipt with the caller's timeout: the
         # absolute deadline on the wire comes from the caller's clock, which may be off.
-        deadline = local_deadline(task.timeout_seconds)
+        local_deadline = local_deadline_from(task.timeout_seconds)
         if seen is not None:
             if seen is DONE:
                 reply = self._error(
                     task, "this task already ran; its result was too large to keep", "duplicate"
                 )
-                self._start(key, self._publish_reply(reply, task, deadline), "resend")
+                self._start(key, self._publish_reply(reply, task, local_deadline), "resend")
             elif seen is RUNNING:
                 self._drops.drop(message.topic, f"task {task.task_id} is already running")
             else:
-                self._start(key, self._publish_reply(seen, task, deadline), "resend")
+                self._start(key, self._publish_reply(seen, task, local_deadline), "resend")
             return
-        self._recent.remember(key, RUNNING, keep_until(deadline, task.deadline))
+        self._recent.remember(key, RUNNING, keep_until(local_deadline, task.deadline))
         self.metrics.received(len(message.payload))
         reply_topic = self._reply_topic(task.reply_to)
         control = CallControl(
@@ -334,7 +334,7 @@ class ToolEndpoint(TaskExecution):
             max_payload_bytes=self.messager.max_payload_bytes,
         )
         self._controls[key] = control
-        control.runner = self._start(key, self._serve(task, key, deadline, control), "serve")
+        control.runner = self._start(key, self._serve(task, key, local_deadline, control), "serve")
         control.runner.add_done_callback(lambda _: self._controls.pop(key, None))
 
     def _cancel(self, cancel: ToolCancelMessage) -> None:

@@ -75,7 +75,7 @@ class TaskExecution:
         return self.topics.response(self.tool_id)
 
     async def _serve(
-        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
+        self, task: TaskMessage, key: str, local_deadline: float | None, control: CallControl
     ) -> None:
         """Serve one task inside its span, and count it (stats, metrics) however it ends."""
         started = time.monotonic()
@@ -89,7 +89,7 @@ class TaskExecution:
         outcome, size = "cancelled", 0
         try:
             with use_span(span):
-                outcome, size = await self._serve_task(task, key, deadline, control)
+                outcome, size = await self._serve_task(task, key, local_deadline, control)
         finally:
             elapsed = time.monotonic() - started
             self.counters.record(outcome, elapsed)
@@ -97,16 +97,16 @@ class TaskExecution:
             end_call_span(span, None if outcome == "success" else outcome)
 
     async def _serve_task(
-        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
+        self, task: TaskMessage, key: str, local_deadline: float | None, control: CallControl
     ) -> tuple[str, int]:
         reply: bytes
         outcome = "timeout"
         try:
             if self._limiter is None:
-                reply, outcome = await self._run(task, deadline, control)
+                reply, outcome = await self._run(task, local_deadline, control)
             else:
                 async with self._limiter:
-                    if deadline is not None and time.monotonic() > deadline:
+                    if local_deadline is not None and time.monotonic() > local_deadline:
                         # Its caller has stopped waiting: running it now would be work
                         # nobody reads, and an agent that retried would see it twice.
                         reply = self._error(
@@ -117,7 +117,7 @@ class TaskExecution:
                             "timeout",
                         )
                     else:
-                        reply, outcome = await self._run(task, deadline, control)
+                        reply, outcome = await self._run(task, local_deadline, control)
         except asyncio.CancelledError:
             if control.finished:
                 raise  # cancelled by its caller, and already answered
@@ -127,7 +127,7 @@ class TaskExecution:
             self._recent.finished(key, reply)
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(1):
-                    await self._publish_reply(reply, task, deadline)
+                    await self._publish_reply(reply, task, local_deadline)
             raise
         if control.finished:
             return "cancelled", 0  # cancelled while it finished: the caller has "cancelled"
@@ -135,11 +135,11 @@ class TaskExecution:
         self._recent.finished(key, reply)
         # Chunks and reports queued before the result go first.
         await control.drain()
-        await self._publish_reply(reply, task, deadline)
+        await self._publish_reply(reply, task, local_deadline)
         return outcome, len(reply)
 
     async def _run(
-        self, task: TaskMessage, deadline: float | None, control: CallControl
+        self, task: TaskMessage, local_deadline: float | None, control: CallControl
     ) -> tuple[bytes, str]:
         tool = self.tool
         context = task.context
@@ -152,7 +152,7 @@ class TaskExecution:
                 thread_id=context.thread_id if context else None,
                 trace_id=(context.trace_id if context else None) or trace_id_of(task.traceparent),
                 user_id=context.user_id if context else None,
-                deadline=None if deadline is None else time.time() + deadline - time.monotonic(),
+                deadline=_unix_time(local_deadline),
                 source=task.source,
             ).bound_to(control)
         )
@@ -256,9 +256,11 @@ class TaskExecution:
             trace=trace,
         )
 
-    async def _publish_reply(self, reply: bytes, task: TaskMessage, deadline: float | None) -> None:
+    async def _publish_reply(
+        self, reply: bytes, task: TaskMessage, local_deadline: float | None
+    ) -> None:
         # Wait for a lost connection to come back, but not past the caller's patience.
-        patience = _patience(deadline)
+        patience = _patience(local_deadline)
         try:
             async with asyncio.timeout(patience):
                 await self.messager.publish(self._reply_topic(task.reply_to), reply)
@@ -279,6 +281,11 @@ class TaskExecution:
             )
 
 
-def _patience(deadline: float | None) -> float:
+def _patience(local_deadline: float | None) -> float:
     """How long a reply may wait for the connection: the caller's time left, plus a margin."""
-    return 30.0 if deadline is None else max(deadline - time.monotonic(), 0) + 5
+    return 30.0 if local_deadline is None else max(local_deadline - time.monotonic(), 0) + 5
+
+
+def _unix_time(local_deadline: float | None) -> float | None:
+    """A local deadline as Unix time, as :attr:`ToolContext.deadline` gives it to tools."""
+    return None if local_deadline is None else time.time() + local_deadline - time.monotonic()
