@@ -6,7 +6,6 @@ Both produce the same thing, a :class:`BaseTool` that a :class:`~argentic_tools.
 
 import asyncio
 import contextvars
-import dataclasses
 import inspect
 import json
 from abc import ABC, abstractmethod
@@ -23,12 +22,12 @@ from .._protocol.topics import (
     DEFAULT_RESPONSE_TOPIC_BASE,
     DEFAULT_STATUS_TOPIC,
     Topics,
-    is_valid_tool_id,
     tool_name_problem,
 )
 from .context import ToolContext, current_context
 from .control import CallControl, collect_chunks, collect_chunks_sync
 from .endpoint import ToolEndpoint
+from .options import ToolOptions, checked_annotations
 from .schema import model_schema, output_schema, signature_model
 
 if TYPE_CHECKING:
@@ -79,15 +78,41 @@ class BaseTool(ABC):
         debug: bool = False,
         annotations: Mapping[str, Any] | None = None,
     ) -> None:
+        options = ToolOptions(
+            tags=tuple(tags),
+            examples=tuple(examples),
+            max_concurrency=max_concurrency,
+            tool_id=tool_id,
+            annotations=annotations,
+        )
+        self._define_tool(
+            name,
+            manual,
+            api,
+            argument_schema,
+            options,
+            messager=messager,
+            output_schema=output_schema,
+            debug=debug,
+        )
+
+    def _define_tool(
+        self,
+        name: str,
+        manual: str,
+        api: str,
+        argument_schema: type[BaseModel],
+        options: ToolOptions,
+        *,
+        messager: "Messager | None" = None,
+        output_schema: dict[str, Any] | None = None,
+        debug: bool = False,
+    ) -> None:
+        """Check and keep the definition: ``__init__``'s work, with the options packed."""
         problem = tool_name_problem(name)
         if problem:
             raise ToolDefinitionError(f"tool {name!r}: {problem}")
-        if tool_id is not None and not is_valid_tool_id(tool_id):
-            raise ToolDefinitionError(
-                f"tool {name!r}: tool_id {tool_id!r} must be 1-128 letters, digits or '._:-'"
-            )
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ToolDefinitionError(f"tool {name!r}: max_concurrency must be at least 1")
+        options.check(name)
         self.name = name
         self.manual = manual
         self.argument_schema = argument_schema
@@ -101,13 +126,13 @@ class BaseTool(ABC):
             self.input_schema = model_schema(argument_schema)
             self.api = json.dumps(self.input_schema, separators=(",", ":"))
         self.messager = messager
-        self.tags = list(tags)
+        self.tags = list(options.tags)
         self.output_schema = output_schema
-        self.examples = [dict(example) for example in examples]
-        self.max_concurrency = max_concurrency
-        self.pinned_id = tool_id
+        self.examples = [dict(example) for example in options.examples]
+        self.max_concurrency = options.max_concurrency
+        self.pinned_id = options.tool_id
         self.debug = debug
-        self.annotations = checked_annotations(name, annotations)
+        self.annotations = checked_annotations(name, options.annotations)
         self._endpoint: ToolEndpoint | None = None
 
     @property
@@ -198,24 +223,51 @@ class FunctionTool(BaseTool):
         tool_id: str | None = None,
         annotations: Mapping[str, Any] | None = None,
     ) -> None:
+        options = ToolOptions(
+            tags=tuple(tags),
+            examples=tuple(examples),
+            max_concurrency=max_concurrency,
+            tool_id=tool_id,
+            annotations=annotations,
+        )
+        self._wrap(func, name, description, options)
+
+    @classmethod
+    def _with_options(
+        cls,
+        func: Callable[..., Any],
+        name: str | None,
+        description: str | None,
+        options: ToolOptions,
+    ) -> "FunctionTool":
+        """A FunctionTool like ``FunctionTool(func, name=..., ...)``, with the options packed."""
+        built = cls.__new__(cls)
+        built._wrap(func, name, description, options)
+        return built
+
+    def _wrap(
+        self,
+        func: Callable[..., Any],
+        name: str | None,
+        description: str | None,
+        options: ToolOptions,
+    ) -> None:
         tool_name = name if name is not None else func.__name__
         problem = tool_name_problem(tool_name)
         if problem:
             raise ToolDefinitionError(f"tool {tool_name!r}: {problem}")
         model, context_param = signature_model(func, tool_name, ToolContext)
         text = description if description is not None else inspect.getdoc(func) or ""
-        super().__init__(
+        self._define_tool(
             tool_name,
             text.strip(),
             "",
             model,
-            tags=tags,
+            options,
             output_schema=output_schema(func, tool_name),
-            examples=examples,
-            max_concurrency=max_concurrency,
-            tool_id=tool_id,
-            annotations=annotations,
         )
+        self.options = options
+        """The options this tool was built with (a copy of it is built with them too)."""
         self.func = func
         self.context_param = context_param
         self.is_async = inspect.iscoroutinefunction(func)
@@ -270,43 +322,7 @@ class FunctionTool(BaseTool):
         return self.func(**kwargs)
 
 
-ANNOTATION_HINTS = frozenset({"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
-"""The boolean hints MCP defines for tools (``title`` is a string)."""
-
-
-def checked_annotations(name: str, annotations: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``annotations`` as a plain dict, once checked against MCP's definitions.
-
-    Raises:
-        ToolDefinitionError: An unknown hint, or a value of the wrong type.
-
-    """
-    checked = dict(annotations or {})
-    for key, value in checked.items():
-        if key in ANNOTATION_HINTS:
-            if not isinstance(value, bool):
-                raise ToolDefinitionError(f"tool {name!r}: annotation {key} must be true or false")
-        elif key == "title":
-            if not isinstance(value, str):
-                raise ToolDefinitionError(f"tool {name!r}: annotation title must be a string")
-        else:
-            known = ", ".join(sorted(ANNOTATION_HINTS | {"title"}))
-            raise ToolDefinitionError(f"tool {name!r}: unknown annotation {key!r} (known: {known})")
-    return checked
-
-
 TOOL_ATTRIBUTE = "__argentic_tool__"
-
-
-@dataclasses.dataclass(frozen=True)
-class _ToolOptions:
-    name: str | None
-    description: str | None
-    tags: tuple[str, ...]
-    examples: tuple[Mapping[str, Any], ...]
-    max_concurrency: int | None
-    tool_id: str | None
-    annotations: Mapping[str, Any] | None = None
 
 
 @overload
@@ -362,31 +378,22 @@ def tool(
         5
 
     """
-    options = _ToolOptions(
-        name, description, tuple(tags), tuple(examples), max_concurrency, tool_id, annotations
+    options = ToolOptions(
+        tags=tuple(tags),
+        examples=tuple(examples),
+        max_concurrency=max_concurrency,
+        tool_id=tool_id,
+        annotations=annotations,
     )
 
     def decorate(fn: F) -> F:
-        built = _build(fn, options)
+        built = FunctionTool._with_options(fn, name, description, options)
         setattr(fn, TOOL_ATTRIBUTE, built)
         return fn
 
     if func is not None:
         return decorate(func)
     return decorate
-
-
-def _build(func: Callable[..., Any], options: _ToolOptions) -> FunctionTool:
-    return FunctionTool(
-        func,
-        name=options.name,
-        description=options.description,
-        tags=options.tags,
-        examples=options.examples,
-        max_concurrency=options.max_concurrency,
-        tool_id=options.tool_id,
-        annotations=options.annotations,
-    )
 
 
 def as_tool(obj: Any) -> BaseTool:
@@ -410,18 +417,9 @@ def as_tool(obj: Any) -> BaseTool:
             ) from None
     built = getattr(obj, TOOL_ATTRIBUTE, None)
     if isinstance(built, FunctionTool):
-        return FunctionTool(
-            built.func,
-            name=built.name,
-            description=built.manual,
-            tags=built.tags,
-            examples=built.examples,
-            max_concurrency=built.max_concurrency,
-            tool_id=built.pinned_id,
-            annotations=built.annotations,
-        )
+        return FunctionTool._with_options(built.func, built.name, built.manual, built.options)
     if callable(obj):
-        return _build(obj, _ToolOptions(None, None, (), (), None, None))
+        return FunctionTool._with_options(obj, None, None, ToolOptions())
     raise ToolDefinitionError(
         f"{obj!r} is not a tool: use a @tool function, a BaseTool instance or a BaseTool class"
     )

@@ -1,6 +1,6 @@
 """Serving one tool on one connection: register, receive, cancel, answer pings.
 
-Every task gets exactly one reply (see :mod:`.execution`). A task id seen before is
+Every task gets exactly one reply (see :mod:`.executor`). A task id seen before is
 never executed twice: a repeat gets the recorded reply, or is dropped while it runs.
 """
 
@@ -10,7 +10,7 @@ import functools
 import logging
 import uuid
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError
 from .._logging import DropLog
@@ -36,28 +36,26 @@ from .._protocol.topics import Topics
 from .._telemetry import ToolMetrics
 from .._transport import IncomingMessage, Messager
 from .control import CallControl
-from .execution import TaskExecution
+from .executor import TaskExecutor
+from .served import ServedTool
 from .stats import ToolCounters
 from .status import StatusRouter
-from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline, record_key
-
-if TYPE_CHECKING:
-    from .definition import BaseTool
+from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline_from, record_key
 
 logger = logging.getLogger("argentic_tools.tool")
 
 
-class ToolEndpoint(TaskExecution):
+class ToolEndpoint:
     """Serves ``tool`` on ``messager`` under ``topics`` (one per tool and connection).
 
     It registers the tool and keeps it registered, receives its tasks (never running
     a task id twice), answers pings and cancellations; running a task and sending its
-    reply is :class:`TaskExecution`'s.
+    reply is the work of the :class:`TaskExecutor` it owns.
     """
 
     def __init__(
         self,
-        tool: "BaseTool",
+        tool: ServedTool,
         messager: Messager,
         topics: Topics,
         *,
@@ -77,7 +75,6 @@ class ToolEndpoint(TaskExecution):
         self.debug = tool.debug or debug
         self.confirmed = asyncio.Event()
         self._refused: str | None = None
-        self._limiter = asyncio.Semaphore(self.max_concurrency) if self.max_concurrency else None
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._controls: dict[str, CallControl] = {}
         self._recent = TaskRecord()
@@ -93,6 +90,17 @@ class ToolEndpoint(TaskExecution):
         self.counters = ToolCounters()
         """What this endpoint has served (answers stats requests)."""
         self.metrics = ToolMetrics(tool.name)
+        self._executor = TaskExecutor(
+            tool,
+            messager,
+            topics,
+            max_concurrency=self.max_concurrency,
+            debug=self.debug,
+            record=self._recent,
+            counters=self.counters,
+            metrics=self.metrics,
+            drops=self._drops,
+        )
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -170,6 +178,11 @@ class ToolEndpoint(TaskExecution):
             in_flight=self.in_flight,
             max_concurrency=self.max_concurrency or None,
         )
+
+    @property
+    def tool_name(self) -> str:
+        """The served tool's name."""
+        return self.tool.name
 
     @property
     def in_flight(self) -> int:
@@ -308,30 +321,29 @@ class ToolEndpoint(TaskExecution):
         seen = self._recent.get(key)
         # The time left is measured from this receipt with the caller's timeout: the
         # absolute deadline on the wire comes from the caller's clock, which may be off.
-        deadline = local_deadline(task.timeout_seconds)
+        local_deadline = local_deadline_from(task.timeout_seconds)
+        if seen is RUNNING:
+            self._drops.drop(message.topic, f"task {task.task_id} is already running")
+            return
         if seen is not None:
             if seen is DONE:
-                reply = self._error(
+                seen = self._executor.error(
                     task, "this task already ran; its result was too large to keep", "duplicate"
                 )
-                self._start(key, self._publish_reply(reply, task, deadline), "resend")
-            elif seen is RUNNING:
-                self._drops.drop(message.topic, f"task {task.task_id} is already running")
-            else:
-                self._start(key, self._publish_reply(seen, task, deadline), "resend")
+            self._start(key, self._executor.publish_reply(seen, task, local_deadline), "resend")
             return
-        self._recent.remember(key, RUNNING, keep_until(deadline, task.deadline))
+        self._recent.remember(key, RUNNING, keep_until(local_deadline, task.deadline))
         self.metrics.received(len(message.payload))
-        reply_topic = self._reply_topic(task.reply_to)
         control = CallControl(
-            functools.partial(self.messager.publish, reply_topic),
+            functools.partial(self.messager.publish, self._executor.reply_topic(task)),
             task=task,
             tool_id=self.tool_id,
             source=self.messager.client_id,
             max_payload_bytes=self.messager.max_payload_bytes,
         )
         self._controls[key] = control
-        control.runner = self._start(key, self._serve(task, key, deadline, control), "serve")
+        serving = self._executor.serve(task, key, local_deadline, control)
+        control.runner = self._start(key, serving, "serve")
         control.runner.add_done_callback(lambda _: self._controls.pop(key, None))
 
     def _cancel(self, cancel: ToolCancelMessage) -> None:
@@ -344,9 +356,10 @@ class ToolEndpoint(TaskExecution):
         logger.info("tool %r: cancelling task %s (%s)", self.tool.name, cancel.task_id, reason)
         # The outcome is decided here: whatever the tool does from now on is dropped.
         control.close()
-        reply = self._error(control.task, f"cancelled: {reason}", "cancelled")
+        reply = self._executor.error(control.task, f"cancelled: {reason}", "cancelled")
         self._recent.finished(key, reply)
-        self._start(key + "\x00cancelled", self._publish_reply(reply, control.task, None), "reply")
+        answer = self._executor.publish_reply(reply, control.task, None)
+        self._start(key + "\x00cancelled", answer, "reply")
         control.cancel(reason)
 
     def _start(self, key: str, work: Coroutine[Any, Any, None], kind: str) -> asyncio.Task[None]:

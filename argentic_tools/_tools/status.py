@@ -6,7 +6,8 @@ every confirmation a thousand times. Managers confirm this package's tools on th
 connection's own status topic, ``{status}/{client id}``, so a confirmation reaches the
 one process it is about; Argentic managers confirm on the shared one. The router
 belongs to its connection (a :class:`Messager` attachment), and the work it starts
-is owned by that connection, so closing the connection cancels and awaits it.
+is owned by that connection, so closing the connection cancels and awaits it. It routes
+to any :class:`StatusRecipient` (a tool endpoint is one), and never imports the endpoints.
 """
 
 import asyncio
@@ -14,7 +15,7 @@ import contextlib
 import os
 import socket
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from .._errors import BrokerError, ProtocolError
 from .._protocol.fleet_messages import (
@@ -22,15 +23,39 @@ from .._protocol.fleet_messages import (
     StatsRequestMessage,
     ToolRegisteredMessage,
     ToolRegistrationErrorMessage,
+    ToolStatsEntry,
     ToolStatsMessage,
 )
+from .._protocol.messages import BaseMessage
 from .._protocol.parsing import parse_message
-from .._protocol.topics import inbox_level
+from .._protocol.topics import Topics, inbox_level
 from .._transport import IncomingMessage, Messager
 from .stats import STARTED
 
-if TYPE_CHECKING:
-    from .endpoint import ToolEndpoint
+
+class StatusRecipient(Protocol):
+    """What the router hands status messages to: one tool served on its connection."""
+
+    @property
+    def tool_name(self) -> str:
+        """The name status messages about the tool carry."""
+
+    @property
+    def tool_id(self) -> str:
+        """The id the tool is served under."""
+
+    @property
+    def topics(self) -> Topics:
+        """The protocol topics it is served under."""
+
+    async def register_again(self, inbox: str | None = None) -> None:
+        """Publish the registration again (to one manager's ``inbox`` when given)."""
+
+    async def handle_status(self, parsed: BaseMessage) -> None:
+        """React to a confirmation or a refusal naming the tool."""
+
+    def stats(self) -> ToolStatsEntry:
+        """What the tool has served, for a stats request."""
 
 
 class StatusRouter:
@@ -39,7 +64,7 @@ class StatusRouter:
     def __init__(self, messager: Messager, topic: str) -> None:
         self.messager = messager
         self.topic = topic
-        self.by_name: dict[str, list[ToolEndpoint]] = {}
+        self.by_name: dict[str, list[StatusRecipient]] = {}
 
     @classmethod
     def of(cls, messager: Messager, topic: str) -> "StatusRouter":
@@ -52,18 +77,18 @@ class StatusRouter:
         level = inbox_level(self.messager.client_id)
         return None if level is None else f"{self.topic}/{level}"
 
-    async def add(self, endpoint: "ToolEndpoint") -> None:
+    async def add(self, endpoint: StatusRecipient) -> None:
         """Route status messages naming ``endpoint``'s tool to it."""
         first = not self.by_name
-        self.by_name.setdefault(endpoint.tool.name, []).append(endpoint)
+        self.by_name.setdefault(endpoint.tool_name, []).append(endpoint)
         if first:
             await self.messager.subscribe(self.topic, self._on_status)
             if self.own_topic is not None:
                 await self.messager.subscribe(self.own_topic, self._on_status)
 
-    async def remove(self, endpoint: "ToolEndpoint") -> None:
+    async def remove(self, endpoint: StatusRecipient) -> None:
         """Stop routing to ``endpoint``; unsubscribe when no endpoint is left."""
-        name = endpoint.tool.name
+        name = endpoint.tool_name
         remaining = [e for e in self.by_name.get(name, ()) if e is not endpoint]
         if remaining:
             self.by_name[name] = remaining

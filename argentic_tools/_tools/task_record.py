@@ -3,6 +3,11 @@
 A task id is run once. A redelivered task (a manager re-sends tasks lost with a
 restarted broker) gets the recorded reply again, or is ignored while it runs.
 Ids are kept at least until their deadline has passed, within memory bounds.
+
+A task's deadline on this side is its *local deadline*: the ``time.monotonic()`` by
+which its caller stops waiting, counted from the task's receipt with the caller's
+``timeout_seconds`` (:func:`local_deadline_from`). The absolute ``deadline`` a task may
+carry comes from the caller's clock: it is only the *caller's deadline*, a hint.
 """
 
 import math
@@ -89,21 +94,21 @@ def record_key(source: str | None, task_id: str) -> str:
     return f"{source or ''}\x00{task_id}"
 
 
-def local_deadline(timeout_seconds: float | None) -> float | None:
-    """``time.monotonic()`` by which the caller stops waiting, counted from now."""
+def local_deadline_from(timeout_seconds: float | None) -> float | None:
+    """The local deadline: ``time.monotonic()`` by which the caller stops waiting, from now."""
     if timeout_seconds is None or not math.isfinite(timeout_seconds):
         return None
     return time.monotonic() + min(max(timeout_seconds, 0.0), MAX_TASK_SECONDS)
 
 
-def keep_until(deadline: float | None, hint: float | None) -> float:
+def keep_until(local_deadline: float | None, caller_deadline: float | None) -> float:
     """Until when (monotonic) a task id must be remembered; 0 when it has no deadline.
 
-    The caller's absolute deadline is only a hint from another clock, so it may only
+    The caller's deadline (Unix time) is only a hint from another clock, so it may only
     make the tool remember an id longer, never decide anything else.
     """
-    until = 0.0 if deadline is None else deadline
-    if hint is not None and math.isfinite(hint):
-        remaining = min(hint - time.time(), MAX_TASK_SECONDS)
+    until = 0.0 if local_deadline is None else local_deadline
+    if caller_deadline is not None and math.isfinite(caller_deadline):
+        remaining = min(caller_deadline - time.time(), MAX_TASK_SECONDS)
         until = max(until, time.monotonic() + remaining)
     return until + CLOCK_SKEW_ALLOWANCE if until else 0.0

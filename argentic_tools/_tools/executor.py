@@ -4,6 +4,9 @@ The reply is the tool's result, or an error naming the tool and the cause: inval
 arguments, an exception, a result that cannot be serialised or is too large, a caller
 whose timeout ran out while the task waited for a slot, a shutdown. Each task is served
 inside its span and counted in the endpoint's stats and metrics however it ends.
+
+A :class:`ToolEndpoint` owns one :class:`TaskExecutor`: the endpoint decides which
+tasks run (ids, duplicates, cancellations), the executor runs them and answers.
 """
 
 import asyncio
@@ -12,7 +15,7 @@ import inspect
 import logging
 import time
 import traceback
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
@@ -35,49 +38,75 @@ from .._transport import Messager
 from .context import ToolContext, set_current_context
 from .control import CallControl, collect_chunks
 from .replies import error_reply
+from .served import ServedTool
 from .stats import ToolCounters
 from .task_record import TaskRecord
-
-if TYPE_CHECKING:
-    from .definition import BaseTool
 
 logger = logging.getLogger("argentic_tools.tool")
 
 
-class TaskExecution:
-    """Serves accepted tasks: validate, run, encode and publish the one reply.
+class TaskExecutor:
+    """Runs the tasks its endpoint accepted and sends each one reply.
 
-    :class:`ToolEndpoint` inherits it; receiving, cancelling and registration live
-    there. The attributes below are the endpoint's.
+    For each task: its span, the concurrency slot, validation, the run, the encoded
+    result or the error reply, the reply's publication, and the count in the stats.
+    Each task is answered under the tool id it was sent to (the endpoint accepts only
+    tasks for the id it serves under).
+
+    Args:
+        tool: The tool run.
+        messager: The connection replies go out on (its client id is their ``source``,
+            its payload limit theirs).
+        topics: Where the tool is served, for its reply topics.
+        max_concurrency: Tasks run at once; more wait for a slot (None: no limit).
+        debug: Send tracebacks with failures.
+        record: The endpoint's at-most-once record: each finished task's reply goes in.
+        counters: The endpoint's stats: each task's outcome and duration go in.
+        metrics: The endpoint's metrics: each reply goes in.
+        drops: Where dropped ``reply_to`` topics are logged.
+
     """
 
-    tool: "BaseTool"
-    messager: Messager
-    topics: Topics
-    tool_id: str
-    debug: bool
-    max_concurrency: int | None
-    counters: ToolCounters
-    metrics: ToolMetrics
-    _limiter: asyncio.Semaphore | None
-    _recent: TaskRecord
-    _drops: DropLog
+    def __init__(
+        self,
+        tool: ServedTool,
+        messager: Messager,
+        topics: Topics,
+        *,
+        max_concurrency: int | None,
+        debug: bool,
+        record: TaskRecord,
+        counters: ToolCounters,
+        metrics: ToolMetrics,
+        drops: DropLog,
+    ) -> None:
+        self.tool = tool
+        self.messager = messager
+        self.topics = topics
+        self.max_concurrency = max_concurrency
+        self.debug = debug
+        self._limiter = asyncio.Semaphore(max_concurrency) if max_concurrency else None
+        self._record = record
+        self._counters = counters
+        self._metrics = metrics
+        self._drops = drops
 
-    def _reply_topic(self, reply_to: str | None) -> str:
-        """Where to answer a task or a ping.
+    def reply_topic(self, task: TaskMessage) -> str:
+        """Where to answer ``task``.
 
         The caller's ``reply_to`` if it is one of this tool's reply topics (a task
         names its caller's inbox; it cannot point a tool anywhere else), otherwise
         the shared response topic, as Argentic callers expect.
         """
+        reply_to = task.reply_to
         if reply_to is not None:
-            if self.topics.is_reply_topic(reply_to, self.tool_id):
+            if self.topics.is_reply_topic(reply_to, task.tool_id):
                 return reply_to
             self._drops.drop(reply_to, "reply_to is not one of this tool's reply topics")
-        return self.topics.response(self.tool_id)
+        return self.topics.response(task.tool_id)
 
-    async def _serve(
-        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
+    async def serve(
+        self, task: TaskMessage, key: str, local_deadline: float | None, control: CallControl
     ) -> None:
         """Serve one task inside its span, and count it (stats, metrics) however it ends."""
         started = time.monotonic()
@@ -91,27 +120,27 @@ class TaskExecution:
         outcome, size = "cancelled", 0
         try:
             with use_span(span):
-                outcome, size = await self._serve_task(task, key, deadline, control)
+                outcome, size = await self._serve_task(task, key, local_deadline, control)
         finally:
             elapsed = time.monotonic() - started
-            self.counters.record(outcome, elapsed)
-            self.metrics.replied(outcome, elapsed, size)
+            self._counters.record(outcome, elapsed)
+            self._metrics.replied(outcome, elapsed, size)
             end_call_span(span, None if outcome == "success" else outcome)
 
     async def _serve_task(
-        self, task: TaskMessage, key: str, deadline: float | None, control: CallControl
+        self, task: TaskMessage, key: str, local_deadline: float | None, control: CallControl
     ) -> tuple[str, int]:
         reply: bytes
         outcome = "timeout"
         try:
             if self._limiter is None:
-                reply, outcome = await self._run(task, deadline, control)
+                reply, outcome = await self._run(task, local_deadline, control)
             else:
                 async with self._limiter:
-                    if deadline is not None and time.monotonic() > deadline:
+                    if local_deadline is not None and time.monotonic() > local_deadline:
                         # Its caller has stopped waiting: running it now would be work
                         # nobody reads, and an agent that retried would see it twice.
-                        reply = self._error(
+                        reply = self.error(
                             task,
                             f"not started: the caller's {task.timeout_seconds:g} s timeout "
                             f"ran out while it waited for a free slot "
@@ -119,42 +148,42 @@ class TaskExecution:
                             "timeout",
                         )
                     else:
-                        reply, outcome = await self._run(task, deadline, control)
+                        reply, outcome = await self._run(task, local_deadline, control)
         except asyncio.CancelledError:
             if control.finished:
                 raise  # cancelled by its caller, and already answered
             control.close()
             reason = control.reason or "the tool process is shutting down"
-            reply = self._error(task, f"cancelled before it finished: {reason}", "cancelled")
-            self._recent.finished(key, reply)
+            reply = self.error(task, f"cancelled before it finished: {reason}", "cancelled")
+            self._record.finished(key, reply)
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(1):
-                    await self._publish_reply(reply, task, deadline)
+                    await self.publish_reply(reply, task, local_deadline)
             raise
         if control.finished:
             return "cancelled", 0  # cancelled while it finished: the caller has "cancelled"
         control.close()
-        self._recent.finished(key, reply)
+        self._record.finished(key, reply)
         # Chunks and reports queued before the result go first.
         await control.drain()
-        await self._publish_reply(reply, task, deadline)
+        await self.publish_reply(reply, task, local_deadline)
         return outcome, len(reply)
 
     async def _run(
-        self, task: TaskMessage, deadline: float | None, control: CallControl
+        self, task: TaskMessage, local_deadline: float | None, control: CallControl
     ) -> tuple[bytes, str]:
         tool = self.tool
         context = task.context
         token = set_current_context(
             ToolContext(
                 task_id=task.task_id,
-                tool_id=self.tool_id,
+                tool_id=task.tool_id,
                 tool_name=tool.name,
                 call_id=task.call_id,
                 thread_id=context.thread_id if context else None,
                 trace_id=(context.trace_id if context else None) or trace_id_of(task.traceparent),
                 user_id=context.user_id if context else None,
-                deadline=None if deadline is None else time.time() + deadline - time.monotonic(),
+                deadline=_unix_time(local_deadline),
                 source=task.source,
             ).bound_to(control)
         )
@@ -192,7 +221,7 @@ class TaskExecution:
             "source": self.messager.client_id,
             "message_id": task.message_id,
             "task_id": task.task_id,
-            "tool_id": self.tool_id,
+            "tool_id": task.tool_id,
             "tool_name": tool.name,
             "arguments": task.arguments,
             "call_id": task.call_id,
@@ -235,9 +264,9 @@ class TaskExecution:
         trace: str | None = None,
     ) -> tuple[bytes, str]:
         """An error reply and its outcome (the error code), for the stats."""
-        return self._error(task, text, code, details=details, trace=trace), code
+        return self.error(task, text, code, details=details, trace=trace), code
 
-    def _error(
+    def error(
         self,
         task: TaskMessage,
         text: str,
@@ -246,9 +275,10 @@ class TaskExecution:
         details: Any = None,
         trace: str | None = None,
     ) -> bytes:
+        """The encoded error reply to ``task`` (see :func:`error_reply`)."""
         return error_reply(
             task,
-            tool_id=self.tool_id,
+            tool_id=task.tool_id,
             tool_name=self.tool.name,
             source=self.messager.client_id,
             max_bytes=self.messager.max_payload_bytes,
@@ -258,12 +288,18 @@ class TaskExecution:
             trace=trace,
         )
 
-    async def _publish_reply(self, reply: bytes, task: TaskMessage, deadline: float | None) -> None:
-        # Wait for a lost connection to come back, but not past the caller's patience.
-        patience = _patience(deadline)
+    async def publish_reply(
+        self, reply: bytes, task: TaskMessage, local_deadline: float | None
+    ) -> None:
+        """Publish ``reply`` to ``task``'s reply topic; a reply that cannot go is logged.
+
+        It waits for a lost connection to come back, but not much past the caller's
+        local deadline (nor more than 30 s without one).
+        """
+        patience = _patience(local_deadline)
         try:
             async with asyncio.timeout(patience):
-                await self.messager.publish(self._reply_topic(task.reply_to), reply)
+                await self.messager.publish(self.reply_topic(task), reply)
         except TimeoutError:
             logger.warning(
                 "tool %r: could not send the reply to task %s: no connection to the broker "
@@ -281,6 +317,11 @@ class TaskExecution:
             )
 
 
-def _patience(deadline: float | None) -> float:
+def _patience(local_deadline: float | None) -> float:
     """How long a reply may wait for the connection: the caller's time left, plus a margin."""
-    return 30.0 if deadline is None else max(deadline - time.monotonic(), 0) + 5
+    return 30.0 if local_deadline is None else max(local_deadline - time.monotonic(), 0) + 5
+
+
+def _unix_time(local_deadline: float | None) -> float | None:
+    """A local deadline as Unix time, as :attr:`ToolContext.deadline` gives it to tools."""
+    return None if local_deadline is None else time.time() + local_deadline - time.monotonic()
