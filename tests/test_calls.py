@@ -13,6 +13,7 @@ from argentic_tools import (
     TaskMessage,
     TaskResultMessage,
     TaskStatus,
+    ThreadToolPolicy,
     ToolCallRequest,
     ToolManager,
     ToolRegisteredMessage,
@@ -424,6 +425,28 @@ async def test_a_subclass_execute_tool_sees_batched_calls_too(
         results += await manager.execute_tools(parsed, timeout=8)
     assert [r.result for r in results] == ["a", "b"]
     assert manager.audited == [("echo", "a", 9), ("echo", "b", 8)]
+
+
+async def test_execute_tool_takes_thread_trace_and_user_ids_as_execute_tools_does(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager)
+    result = await manager.execute_tool(
+        "whoami",
+        {},
+        context=CallContext(thread_id="ignored", user_id="u-3"),
+        thread_id="t-1",
+        trace_id="tr-9",
+    )
+    assert result.ok
+    assert result.result["thread_id"] == "t-1"  # the id given beside the context wins
+    assert result.result["trace_id"] == "tr-9"
+    assert result.result["user_id"] == "u-3"
+    policy = ThreadToolPolicy()
+    policy.set_enabled_tools("t-2", ["echo"])
+    manager.policy = policy
+    refused = await manager.execute_tool("whoami", {}, thread_id="t-2")
+    assert isinstance(refused, TaskErrorMessage) and refused.error_code == "not_enabled"
 
 
 async def test_context_and_call_id_reach_the_tool(

@@ -2,7 +2,11 @@
 
 import pytest
 
-from argentic_tools._agent.fleet.exports import NotStrictCompatibleError, provider_name, strict_schema
+from argentic_tools._agent.fleet.exports import (
+    NotStrictCompatibleError,
+    provider_name,
+    strict_schema,
+)
 
 
 def test_provider_name_is_restricted_to_the_provider_alphabet() -> None:

@@ -1,0 +1,70 @@
+"""CallOptions: one call's settings, read and checked before anything is sent (no broker)."""
+
+import pytest
+
+from argentic_tools import CallContext, ToolCallRequest
+from argentic_tools._agent.calls.options import CallOptions, call_field, context_with
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_plain_call_waits_its_timeout_or_the_default() -> None:
+    assert CallOptions().spec("echo", {}, 30).timeout == 30
+    spec = CallOptions(timeout=2.5, call_id="c", task_id_override="label").spec("echo", {}, 30)
+    assert (spec.timeout, spec.call_id, spec.label, spec.watch) == (2.5, "c", "label", None)
+
+
+async def test_an_idle_timeout_makes_a_long_call_capped_by_max_duration_or_timeout() -> None:
+    spec = CallOptions(idle_timeout=5, max_duration=60).spec("crawl", {}, 30)
+    assert spec.watch is not None and spec.watch.idle == 5 and spec.timeout == 60
+    # The explicit timeout caps it when there is no max_duration; the default does not.
+    assert CallOptions(idle_timeout=5, timeout=9).spec("crawl", {}, 30).timeout == 9
+    assert CallOptions(idle_timeout=5).spec("crawl", {}, 30).timeout is None
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [(CallOptions(idle_timeout=0), "idle_timeout"), (CallOptions(max_duration=-1), "max_duration")],
+)
+async def test_a_non_positive_idle_timeout_or_max_duration_is_refused(
+    options: CallOptions, field: str
+) -> None:
+    with pytest.raises(ValueError, match=field):
+        options.spec("crawl", {}, 30)
+
+
+def test_options_are_execute_tools_keywords() -> None:
+    options = CallOptions(timeout=1, call_id="x")
+    keywords = options.keywords()
+    assert keywords["timeout"] == 1 and keywords["call_id"] == "x"
+    assert set(keywords) == {
+        "task_id_override",
+        "timeout",
+        "call_id",
+        "context",
+        "on_progress",
+        "idle_timeout",
+        "max_duration",
+    }
+
+
+def test_a_request_of_a_batch_becomes_options() -> None:
+    request = ToolCallRequest(tool_id="echo", call_id="a", timeout=3, idle_timeout=2)
+    options = CallOptions.of_request(request)
+    assert (options.call_id, options.timeout, options.idle_timeout) == ("a", 3, 2)
+
+
+def test_ids_given_beside_a_context_are_merged_into_it_and_win() -> None:
+    assert context_with(None, None, None, None) is None
+    base = CallContext(thread_id="t", user_id="u")
+    assert context_with(base, None, None, None) is base
+    merged = context_with(base, "t2", "tr", None)
+    assert merged == CallContext(thread_id="t2", trace_id="tr", user_id="u")
+    assert base.thread_id == "t"  # the caller's context is not changed
+    assert context_with(None, "t", None, None) == CallContext(thread_id="t")
+
+
+def test_a_parsed_call_is_read_as_an_object_or_a_mapping_in_either_spelling() -> None:
+    assert call_field({"toolName": "echo"}, "tool_name", "toolName") == "echo"
+    assert call_field({"tool_name": "echo"}, "tool_name", "toolName") == "echo"
+    assert call_field(ToolCallRequest(tool_id="x", call_id="c"), "call_id", "callId") == "c"
