@@ -5,7 +5,7 @@ dispatches every incoming message by topic. It reconnects with backoff when
 the broker goes away, subscribes again, and tells its owners through
 reconnect hooks so that they can register again. Given several brokers (the
 nodes of a cluster), it tries them in turn and fails over to the next one when
-its connection dies or a node refuses a subscription (see :mod:`.connecting`).
+its connection dies or a node refuses a subscription (see :mod:`.broker_rotation`).
 aiomqtt and paho exceptions never leave this package: they become
 :class:`~argentic_tools.BrokerError`.
 """
@@ -30,7 +30,7 @@ from .._protocol.messages import (
 from .._protocol.topics import DEFAULT_REGISTER_TOPIC
 from .._telemetry import connection_reconnected
 from . import _internals
-from .connecting import ATTEMPT_SECONDS, BrokerConnecting, suback_refused
+from .broker_rotation import ATTEMPT_SECONDS, BrokerRotation, suback_refused
 from .publishing import MAX_UNACKED, AckedPublishing
 from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions
 from .url import build_tls_context, make_client_id, parse_brokers
@@ -42,7 +42,7 @@ RECONNECT_WARN_SECONDS = 10.0
 """While reconnecting fails, a warning at most this often (the first one at once)."""
 
 
-class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
+class Messager(AckedPublishing, AsyncResource):
     """One MQTT connection shared by a manager and/or tools in a process.
 
     Create it, then either ``await messager.connect()`` ... ``await
@@ -109,7 +109,6 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
         self.brokers = parse_brokers(broker_address, port, username, password)
         """Every broker this connection may use, in the order they are tried."""
         first = self.brokers[0]
-        self._at = 0
         self.broker_address = first.host
         """Host of the broker in use (or tried first)."""
         self.port = first.port
@@ -135,8 +134,6 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
             else min(connect_timeout, ATTEMPT_SECONDS)
         )
         self.fresh_session_on_failover = fresh_session_on_failover
-        self._session_at: int | None = None
-        self._refusals = 0
         self.persistent_session = (
             self._stable_id if persistent_session is None else persistent_session
         )
@@ -161,6 +158,23 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
         # flight. This map is O(1); paho's limit is off and MAX_UNACKED bounds the window.
         self._acks: dict[int, asyncio.Future[None]] = {}
         self._window = asyncio.Semaphore(MAX_UNACKED)
+        # Built with the settings it reads; the will topic, which a ToolService sets
+        # after construction, is passed to every open instead.
+        self._rotation = BrokerRotation(
+            self.brokers,
+            client_id=self.client_id,
+            keepalive=keepalive,
+            tls_context=self.tls_context,
+            tls_on_every_broker=bool(tls_params),
+            attempt_timeout=self.attempt_timeout,
+            subscribe_timeout=connect_timeout,
+            persistent_session=self.persistent_session,
+            fresh_session_on_failover=fresh_session_on_failover,
+            subscriptions=self._subscriptions,
+            on_message=self._on_paho_message,
+            on_puback=self._on_puback,
+            logger=self.logger,
+        )
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> "Messager":
@@ -170,7 +184,7 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
     @property
     def url(self) -> str:
         """The address of the broker in use (or tried first) as a URL, without credentials."""
-        scheme = "mqtts" if self.brokers[self._at].tls or self.tls_params else "mqtt"
+        scheme = "mqtts" if self._rotation.uses_tls(self._rotation.current) else "mqtt"
         return f"{scheme}://{self.broker_address}:{self.port}"
 
     def is_connected(self) -> bool:
@@ -263,7 +277,7 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
                 await client.__aexit__(None, None, None)
             _internals.settle(client)
             if self.persistent_session and not self._stable_id:
-                await self._end_session()
+                await self._rotation.end_session()
         self._runner = None
         self._entered = False
 
@@ -331,6 +345,13 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
                 await self._client.unsubscribe(topic)
 
     # -- internals ---------------------------------------------------------
+
+    async def _open(self, *, after_loss: bool = False) -> aiomqtt.Client:
+        """A new connection from the rotation; the broker it is on becomes the one in use."""
+        client = await self._rotation.open(self.will_topic, after_loss=after_loss)
+        broker = self._rotation.current
+        self.broker_address, self.port = broker.host, broker.port
+        return client
 
     async def _run(self) -> None:
         backoff = 0.05
