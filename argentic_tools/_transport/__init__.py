@@ -5,6 +5,7 @@ reconnect hooks) and :class:`BrokerURL`; every reach into the MQTT libraries'
 private attributes lives in :mod:`._internals`.
 """
 
+from .ack_window import MAX_UNACKED
 from .messager import Messager
 from .publishing import MAX_UNACKED
 from .routing import Handler, IncomingMessage, ReconnectHook, topic_matches

@@ -5,7 +5,9 @@ dispatches every incoming message by topic. It reconnects with backoff when
 the broker goes away, subscribes again, and tells its owners through
 reconnect hooks so that they can register again. Given several brokers (the
 nodes of a cluster), it tries them in turn and fails over to the next one when
-its connection dies or a node refuses a subscription (see :mod:`.connecting`).
+its connection dies or a node refuses a subscription (see :mod:`.broker_rotation`).
+QoS 1 publishes wait for their PUBACK in a bounded window (see :mod:`.ack_window`)
+and go out again on the next connection when theirs dies first.
 aiomqtt and paho exceptions never leave this package: they become
 :class:`~argentic_tools.BrokerError`.
 """
@@ -21,17 +23,15 @@ from typing import Any, TypeVar
 
 import aiomqtt
 
-from .._errors import BrokerError, BrokerUnavailableError
+from .._errors import BrokerError, BrokerUnavailableError, PayloadTooLargeError
 from .._lifecycle import AsyncResource, TaskSet
 from .._logging import InstanceLogger, LogLevel
-from .._protocol.messages import (
-    DEFAULT_MAX_PAYLOAD_BYTES,
-)
+from .._protocol.messages import DEFAULT_MAX_PAYLOAD_BYTES, BaseMessage, encode
 from .._protocol.topics import DEFAULT_REGISTER_TOPIC
 from .._telemetry import connection_reconnected
 from . import _internals
-from .connecting import ATTEMPT_SECONDS, BrokerConnecting, suback_refused
-from .publishing import MAX_UNACKED, AckedPublishing
+from .ack_window import MAX_UNACKED, AckWindow
+from .broker_rotation import ATTEMPT_SECONDS, BrokerRotation, suback_refused
 from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions
 from .url import build_tls_context, make_client_id, parse_brokers
 
@@ -42,7 +42,7 @@ RECONNECT_WARN_SECONDS = 10.0
 """While reconnecting fails, a warning at most this often (the first one at once)."""
 
 
-class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
+class Messager(AsyncResource):
     """One MQTT connection shared by a manager and/or tools in a process.
 
     Create it, then either ``await messager.connect()`` ... ``await
@@ -109,7 +109,6 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
         self.brokers = parse_brokers(broker_address, port, username, password)
         """Every broker this connection may use, in the order they are tried."""
         first = self.brokers[0]
-        self._at = 0
         self.broker_address = first.host
         """Host of the broker in use (or tried first)."""
         self.port = first.port
@@ -135,8 +134,6 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
             else min(connect_timeout, ATTEMPT_SECONDS)
         )
         self.fresh_session_on_failover = fresh_session_on_failover
-        self._session_at: int | None = None
-        self._refusals = 0
         self.persistent_session = (
             self._stable_id if persistent_session is None else persistent_session
         )
@@ -155,12 +152,24 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
         # group cannot be entered; disconnect() cancels and awaits all of it.
         self._tasks = TaskSet(self.logger, self.client_id)
         self._attachments: dict[object, Any] = {}
-        # QoS 1 publishes awaiting their PUBACK, by message id. aiomqtt's bookkeeping scans
-        # every pending call on each publish, and paho's in-flight limit scans every
-        # unacknowledged message on each PUBACK: both quadratic with thousands of calls in
-        # flight. This map is O(1); paho's limit is off and MAX_UNACKED bounds the window.
-        self._acks: dict[int, asyncio.Future[None]] = {}
-        self._window = asyncio.Semaphore(MAX_UNACKED)
+        self._window = AckWindow(MAX_UNACKED)
+        # Built with the settings it reads; the will topic, which a ToolService sets
+        # after construction, is passed to every open instead.
+        self._rotation = BrokerRotation(
+            self.brokers,
+            client_id=self.client_id,
+            keepalive=keepalive,
+            tls_context=self.tls_context,
+            tls_on_every_broker=bool(tls_params),
+            attempt_timeout=self.attempt_timeout,
+            subscribe_timeout=connect_timeout,
+            persistent_session=self.persistent_session,
+            fresh_session_on_failover=fresh_session_on_failover,
+            subscriptions=self._subscriptions,
+            on_message=self._on_paho_message,
+            on_puback=self._window.on_puback,
+            logger=self.logger,
+        )
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> "Messager":
@@ -170,8 +179,16 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
     @property
     def url(self) -> str:
         """The address of the broker in use (or tried first) as a URL, without credentials."""
-        scheme = "mqtts" if self.brokers[self._at].tls or self.tls_params else "mqtt"
+        scheme = "mqtts" if self._rotation.uses_tls(self._rotation.current) else "mqtt"
         return f"{scheme}://{self.broker_address}:{self.port}"
+
+    @property
+    def max_unacked(self) -> int:
+        """QoS 1 publishes that may await their PUBACK at once; more wait their turn.
+
+        Callers that keep their own queue of messages can size it from this.
+        """
+        return self._window.size
 
     def is_connected(self) -> bool:
         """True while the connection to the broker is up."""
@@ -257,13 +274,13 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
             await asyncio.wait([self._runner])
         await self._tasks.aclose()
         client, self._client = self._client, None
-        self._release_acks()  # their publish() calls then see the closed connection
+        self._window.wake_all()  # their publish() calls then see the closed connection
         if client is not None:
             with contextlib.suppress(Exception):
                 await client.__aexit__(None, None, None)
             _internals.settle(client)
             if self.persistent_session and not self._stable_id:
-                await self._end_session()
+                await self._rotation.end_session()
         self._runner = None
         self._entered = False
 
@@ -330,7 +347,95 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
             with contextlib.suppress(aiomqtt.MqttError):
                 await self._client.unsubscribe(topic)
 
+    async def publish(
+        self,
+        topic: str,
+        payload: BaseMessage | bytes | bytearray | str | Callable[[], bytes],
+        qos: int = 1,
+        retain: bool = False,
+    ) -> None:
+        """Publish ``payload`` (a message model, or raw bytes) to ``topic``.
+
+        While the connection is being re-established this waits for it; wrap
+        the call in a deadline (``anyio.fail_after``) to bound that wait.
+
+        ``payload`` may also be a function returning the bytes: it is called once the
+        message can go out (its turn in the window of :attr:`max_unacked`
+        unacknowledged publishes), so thousands of queued publishes hold no payloads.
+        What it raises, this raises.
+
+        Raises:
+            PayloadTooLargeError: The encoded payload exceeds ``max_payload_bytes``.
+            BrokerError: The Messager is closed, or the broker rejected the publish.
+
+        """
+        data = None if callable(payload) else self._checked(topic, payload)
+        while True:
+            if self._closing or not self._entered:
+                raise BrokerError("the MQTT connection is closed")
+            client = self._client
+            if client is not None and self._connected.is_set():
+                try:
+                    # Written out here, not in coroutines of its own (nor ``async with``):
+                    # with thousands of publishes queued for the window, each frame a
+                    # queued publish holds costs ~0.2 KB per publish.
+                    if qos == 0:
+                        if data is None:
+                            data = self._checked(topic, payload)
+                        _internals.publish_raw(client, topic, data, 0, retain)
+                        return
+                    await self._window.acquire()
+                    try:
+                        if data is None:
+                            data = self._checked(topic, payload)
+                        mid = self._window.send(client, topic, data, qos, retain)
+                        if mid is not None:
+                            ack = self._window.ack(mid)
+                            try:
+                                await ack
+                            finally:
+                                self._window.forget(mid, ack)
+                    finally:
+                        self._window.release()
+                    if client is self._client:
+                        return
+                    # Woken because that connection died, not by a PUBACK: send it again
+                    # on the new one (at least once; tools ignore a task id seen before).
+                    continue
+                except aiomqtt.MqttError as exc:
+                    if self._closing:
+                        raise BrokerError(f"publishing to {topic!r} failed: {exc}") from None
+                    # The connection dropped under us: wait for the reader to reconnect.
+                    self._connected.clear()
+            await self._connected.wait()
+
     # -- internals ---------------------------------------------------------
+
+    def _checked(
+        self, topic: str, payload: BaseMessage | bytes | bytearray | str | Callable[[], bytes]
+    ) -> bytes:
+        """The payload as bytes, within ``max_payload_bytes``."""
+        if isinstance(payload, BaseMessage):
+            data = encode(payload)
+        elif isinstance(payload, str):
+            data = payload.encode()
+        elif callable(payload):
+            data = payload()
+        else:
+            data = bytes(payload)  # the object itself when it is bytes already
+        if len(data) > self.max_payload_bytes:
+            raise PayloadTooLargeError(
+                f"payload of {len(data)} bytes for {topic!r} exceeds the limit of "
+                f"{self.max_payload_bytes} bytes"
+            )
+        return data
+
+    async def _open(self, *, after_loss: bool = False) -> aiomqtt.Client:
+        """A new connection from the rotation; the broker it is on becomes the one in use."""
+        client = await self._rotation.open(self.will_topic, after_loss=after_loss)
+        broker = self._rotation.current
+        self.broker_address, self.port = broker.host, broker.port
+        return client
 
     async def _run(self) -> None:
         backoff = 0.05
@@ -350,7 +455,7 @@ class Messager(AckedPublishing, BrokerConnecting, AsyncResource):
                 self._connected.clear()
                 self._client = None
                 # Publishes waiting for PUBACKs that can never come: wake them to resend.
-                self._release_acks()
+                self._window.wake_all()
                 with contextlib.suppress(Exception):
                     await client.__aexit__(None, None, None)
                 _internals.settle(client)

@@ -1,0 +1,273 @@
+"""Opening a connection: which broker, which session, and every subscription again.
+
+Given several brokers (the nodes of a cluster), :class:`BrokerRotation` tries them in
+turn, starting after the one that just failed; a node that refuses a subscription
+counts as down, and a kept session pinned to a dead node's queues is given up for a
+fresh one. aiomqtt and paho failures become :class:`~argentic_tools.BrokerUnavailableError`
+with the broker and the cause in the message.
+"""
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+import aiomqtt
+
+from .._errors import BrokerUnavailableError
+from .._logging import InstanceLogger
+from .._protocol.fleet_messages import ClientOfflineMessage
+from .._protocol.messages import encode
+from . import _internals
+from .routing import Subscriptions
+from .url import BrokerURL
+
+_aiomqtt_logger = logging.getLogger("argentic_tools.aiomqtt")
+# aiomqtt warns about every publish beyond ten in flight; that is our normal load.
+_aiomqtt_logger.setLevel(logging.ERROR)
+
+_NODELAY = ((socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),)
+
+
+def describe_mqtt_error(exc: Exception) -> str:
+    """Why a broker did not take a connection, in words (a refusal, or the error)."""
+    if isinstance(exc, aiomqtt.MqttCodeError):
+        rc = exc.rc
+        text = str(rc)
+        lowered = text.lower()
+        if "not authori" in lowered or "bad user" in lowered or rc in (4, 5, 134, 135):
+            return f"refused the connection: not authorised ({text})"
+        return f"refused the connection ({text})"
+    return str(exc) or type(exc).__name__
+
+
+ATTEMPT_SECONDS = 3.0
+"""With several brokers, how long one connection attempt may take before the next
+address is tried (a node that is down but not refusing would otherwise hold the
+whole ``connect_timeout``)."""
+
+SUBSCRIBE_BATCH = 64
+"""Filters per SUBSCRIBE packet when a connection is (re-)established: a process
+serving a thousand tools subscribes again in a few round trips, not a thousand."""
+
+REFUSALS_FOR_FRESH_SESSION = 2
+"""Attempts in a row on which a broker refused a subscription before a kept session
+is given up there: a session pinned to a dead node's queues can refuse for good."""
+
+
+def suback_refused(codes: Any) -> bool:
+    """True when a SUBACK refused a filter (return code 0x80 or any failure code)."""
+    return any(getattr(code, "value", code) >= 0x80 for code in codes)
+
+
+class BrokerRotation:
+    """Which broker a connection uses next, and opening a connection there.
+
+    Remembers the broker in use, the one the kept session was last on, and how many
+    attempts in a row a broker refused a subscription. Each connection it opens is
+    subscribed to every filter of ``subscriptions`` and delivers to the callbacks.
+
+    Args:
+        brokers: Every broker, in the order they are tried; the first is tried first.
+        client_id: The MQTT client id of every connection.
+        keepalive: MQTT keepalive in seconds.
+        tls_context: TLS settings for brokers that use TLS.
+        tls_on_every_broker: Use TLS on every broker, whatever its URL says.
+        attempt_timeout: Seconds one connection attempt to one broker may take.
+        subscribe_timeout: Seconds subscribing again on a new connection may take.
+        persistent_session: Keep the MQTT session on the broker while disconnected.
+        fresh_session_on_failover: With a kept session: start a fresh one on another
+            broker than the one it was last on, or on one that refused a subscription
+            :data:`REFUSALS_FOR_FRESH_SESSION` times in a row.
+        subscriptions: The filters to subscribe to on every new connection.
+        on_message: paho's ``on_message`` callback: every message, on the event loop.
+        on_puback: Called with each acknowledged message id; False when not ours.
+        logger: Where fresh sessions and sessions that could not be ended are reported.
+
+    """
+
+    def __init__(
+        self,
+        brokers: list[BrokerURL],
+        *,
+        client_id: str,
+        keepalive: int,
+        tls_context: ssl.SSLContext | None,
+        tls_on_every_broker: bool,
+        attempt_timeout: float,
+        subscribe_timeout: float,
+        persistent_session: bool,
+        fresh_session_on_failover: bool,
+        subscriptions: Subscriptions,
+        on_message: Callable[[Any, Any, Any], None],
+        on_puback: Callable[[int], bool],
+        logger: InstanceLogger,
+    ) -> None:
+        self.brokers = brokers
+        """Every broker, in the order they are tried."""
+        self._client_id = client_id
+        self._keepalive = keepalive
+        self._tls_context = tls_context
+        self._tls_on_every_broker = tls_on_every_broker
+        self._attempt_timeout = attempt_timeout
+        self._subscribe_timeout = subscribe_timeout
+        self._persistent_session = persistent_session
+        self._fresh_session_on_failover = fresh_session_on_failover
+        self._subscriptions = subscriptions
+        self._on_message = on_message
+        self._on_puback = on_puback
+        self._logger = logger
+        self._at = 0
+        self._session_at: int | None = None
+        self._refusals = 0
+
+    @property
+    def current(self) -> BrokerURL:
+        """The broker in use (or tried first)."""
+        return self.brokers[self._at]
+
+    def uses_tls(self, broker: BrokerURL) -> bool:
+        """True when connections to ``broker`` use TLS."""
+        return broker.tls or self._tls_on_every_broker
+
+    async def open(self, will_topic: str | None, *, after_loss: bool = False) -> aiomqtt.Client:
+        """Connect to the first broker that accepts, starting with the current one.
+
+        After a lost connection the next broker is tried first: the one that just
+        failed is the least likely to be healthy.
+
+        Args:
+            will_topic: Where the broker publishes this client's Last Will (a
+                ``CLIENT_OFFLINE`` message); None for no will.
+            after_loss: The current broker's connection was just lost.
+
+        Raises:
+            BrokerUnavailableError: No broker accepted; the message names each one
+                and why.
+
+        """
+        count = len(self.brokers)
+        start = (self._at + 1) % count if after_loss else self._at
+        problems = []
+        for step in range(count):
+            index = (start + step) % count
+            try:
+                client = await self._open_at(index, will_topic)
+            except BrokerUnavailableError as exc:
+                problems.append(str(exc))
+                continue
+            self._at = index
+            return client
+        if count == 1:
+            raise BrokerUnavailableError(problems[0])
+        raise BrokerUnavailableError(
+            f"cannot connect to any of the {count} MQTT brokers: " + "; ".join(problems)
+        )
+
+    async def end_session(self, broker: BrokerURL | None = None) -> None:
+        """Connect once more with a clean session: MQTT 3.1.1's only way to end one.
+
+        Best effort: on failure the broker's own expiry of the session remains.
+
+        Args:
+            broker: Where the session is; the current broker when None.
+
+        """
+        client = self._new_client(broker or self.current, None, clean_session=True)
+        try:
+            async with asyncio.timeout(min(self._attempt_timeout, 2.0)):
+                await client.__aenter__()
+                await client.__aexit__(None, None, None)
+        except Exception as exc:  # noqa: BLE001 - best effort: the broker's expiry remains
+            _internals.close_socket(client)
+            self._logger.warning("could not end the MQTT session of %s: %s", self._client_id, exc)
+        finally:
+            _internals.settle(client)
+
+    def _new_client(
+        self, broker: BrokerURL, will: aiomqtt.Will | None, *, clean_session: bool
+    ) -> aiomqtt.Client:
+        return aiomqtt.Client(
+            broker.host,
+            broker.port,
+            identifier=self._client_id,
+            username=broker.username,
+            password=broker.password,
+            keepalive=self._keepalive,
+            will=will,
+            clean_session=clean_session,
+            tls_context=self._tls_context if self.uses_tls(broker) else None,
+            socket_options=_NODELAY,
+            timeout=self._attempt_timeout,
+            logger=_aiomqtt_logger,
+            max_inflight_messages=0,  # unlimited, so paho skips its O(n) scan per PUBACK
+        )
+
+    async def _open_at(self, index: int, will_topic: str | None) -> aiomqtt.Client:
+        broker = self.brokers[index]
+        if self._persistent_session and self._fresh_session_on_failover:
+            moved = self._session_at is not None and self._session_at != index
+            if moved or self._refusals >= REFUSALS_FOR_FRESH_SESSION:
+                # The session may be pinned to a dead node's queues: start afresh here.
+                self._logger.info("starting a fresh MQTT session on %s", broker)
+                await self.end_session(broker)
+                self._refusals = 0
+        will = None
+        if will_topic:
+            will = aiomqtt.Will(
+                will_topic, encode(ClientOfflineMessage(source=self._client_id)), qos=1
+            )
+        client = self._new_client(broker, will, clean_session=not self._persistent_session)
+        # Dispatch straight from paho's callback (it runs on the event loop): no queue,
+        # no task and no wait per message, which is most of a round trip's cost.
+        _internals.install_callbacks(client, self._on_message, self._on_puback)
+        where = f"{broker.host}:{broker.port}"
+        problem: str | None = None
+        try:
+            async with asyncio.timeout(self._attempt_timeout):
+                await client.__aenter__()
+        except TimeoutError:
+            problem = f"no answer within {self._attempt_timeout:g} s"
+        except aiomqtt.MqttError as exc:
+            problem = describe_mqtt_error(exc)
+        except (OSError, ssl.SSLError) as exc:
+            problem = str(exc) or type(exc).__name__
+        if problem is not None:
+            _internals.close_socket(client)
+            raise BrokerUnavailableError(
+                f"cannot connect to the MQTT broker at {where}: {problem}"
+            ) from None
+        filters = self._subscriptions.filters()
+        failure: str | None = None
+        try:
+            async with asyncio.timeout(self._subscribe_timeout):
+                for first in range(0, len(filters), SUBSCRIBE_BATCH):
+                    batch = filters[first : first + SUBSCRIBE_BATCH]
+                    codes = await client.subscribe([(topic, 1) for topic in batch])
+                    if suback_refused(codes):
+                        refused = next(
+                            topic
+                            for topic, code in zip(batch, list(codes), strict=False)
+                            if suback_refused([code])
+                        )
+                        failure = f"the broker at {where} refused the subscription to {refused!r}"
+                        break
+        except (aiomqtt.MqttError, TimeoutError) as exc:
+            # RabbitMQ answers a subscription it cannot serve (a queue whose node is
+            # down) by closing the connection or not at all: a refusal too.
+            failure = f"subscribing at {where} failed: {exc or 'no answer'}"
+        if failure is not None:
+            # A node that cannot serve a subscription (a session pinned to a dead node,
+            # a cluster still recovering) must not leave this client connected and deaf.
+            self._refusals += 1
+            with contextlib.suppress(Exception):
+                await client.__aexit__(None, None, None)
+            _internals.settle(client)
+            raise BrokerUnavailableError(failure)
+        self._refusals = 0
+        if self._persistent_session:
+            self._session_at = index
+        return client
