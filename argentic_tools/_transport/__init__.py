@@ -7,7 +7,6 @@ private attributes lives in :mod:`._internals`.
 
 from .ack_window import MAX_UNACKED
 from .messager import Messager
-from .publishing import MAX_UNACKED
 from .routing import Handler, IncomingMessage, ReconnectHook, topic_matches
 from .url import BrokerURL, build_tls_context, make_client_id, parse_brokers
 
