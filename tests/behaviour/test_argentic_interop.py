@@ -16,9 +16,9 @@ from argentic_tools import (
     Topics,
     tool,
 )
-
-from .brokers import Mosquitto, uncovered_env
-from .conftest import ROOT, messager_for, python_cmd
+from tests.support.brokers import Mosquitto, uncovered_env
+from tests.support.clients import messager_for
+from tests.support.processes import ROOT, python_cmd
 
 argentic = pytest.importorskip("argentic", reason="argentic 0.16 is installed by `make test`")
 
@@ -40,7 +40,7 @@ def argentic_tool(mosquitto: Mosquitto, prefix: str) -> Iterator[None]:
     proc = subprocess.Popen(
         python_cmd(
             "-m",
-            "tests.argentic_peer",
+            "tests.support.argentic_peer",
             "--broker-port",
             str(mosquitto.port),
             "--topic-prefix",

@@ -24,10 +24,10 @@ from argentic_tools import (
     tool,
 )
 from argentic_tools._agent import delivery, membership
-
-from .brokers import Mosquitto
-from .conftest import ToolProcess, manager_for, messager_for, ready
-from .observers import Rendezvous
+from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
+from tests.support.observers import Rendezvous
+from tests.support.processes import ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -444,7 +444,7 @@ async def test_registration_is_confirmed_on_the_status_topic(
 ) -> None:
     async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
         await spy.subscribe(topics.status + "/#", qos=1)
-        async with ToolProcess("tests.tool_proc", mosquitto.url, prefix):
+        async with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix):
             info = await manager.wait_for_tool("echo", timeout=15)
             with anyio.fail_after(10):
                 async for message in spy.messages:
@@ -475,7 +475,7 @@ async def test_prompt_description_lists_each_tool_with_its_schema(
 async def test_clean_shutdown_unregisters_every_tool(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    async with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+    async with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix) as proc:
         info = await manager.wait_for_tool("echo", timeout=15)
         assert await proc.stop() == 0
         await manager.wait_for_tool_removed(info.id, timeout=10)

@@ -11,9 +11,8 @@ import anyio
 import pytest
 
 from argentic_tools import TaskStatus, ToolManager, ToolService, Topics, tool
-
-from .brokers import Mosquitto
-from .conftest import manager_for, messager_for
+from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,7 @@ import pytest
 from anyio.abc import Process
 
 from argentic_tools import EmbeddedBroker
-
-from .brokers import free_port
+from tests.support.brokers import free_port
 
 pytestmark = pytest.mark.anyio
 

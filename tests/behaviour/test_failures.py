@@ -19,10 +19,10 @@ from argentic_tools import (
     parse_message,
 )
 from argentic_tools._protocol.messages import encode
-
-from .brokers import Mosquitto
-from .conftest import ToolProcess, manager_for, messager_for, ready
-from .observers import spy_on_calls
+from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
+from tests.support.observers import spy_on_calls
+from tests.support.processes import ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ async def new_registration_of(name: str, watcher: aiomqtt.Client, *, besides: st
 async def test_killed_tool_fails_its_pending_calls_through_last_will(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str, topics: Topics
 ) -> None:
-    with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+    with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix) as proc:
         await ready(manager)
         info = await manager.wait_for_tool("sleep", timeout=15)
         async with spy_on_calls(mosquitto.url, topics, info.id) as spy:
@@ -77,7 +77,7 @@ async def test_killed_tool_fails_its_pending_calls_through_last_will(
 async def test_restarted_manager_gets_live_tools_back_without_restarting_them(
     mosquitto: Mosquitto, topics: Topics, prefix: str
 ) -> None:
-    with ToolProcess("tests.tool_proc", mosquitto.url, prefix):
+    with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix):
         async with messager_for(mosquitto.url, topics) as first, manager_for(first, topics) as m1:
             await ready(m1)
             first_id = m1.tools_by_name["echo"]["id"]
@@ -94,7 +94,7 @@ async def test_broker_restart_is_survived_by_manager_and_tools(
     private_mosquitto: Mosquitto, topics: Topics, prefix: str
 ) -> None:
     broker = private_mosquitto
-    with ToolProcess("tests.tool_proc", broker.url, prefix):
+    with ToolProcess("tests.support.tool_proc", broker.url, prefix):
         async with (
             messager_for(broker.url, topics) as messager,
             manager_for(messager, topics) as manager,
@@ -123,14 +123,14 @@ async def test_broker_restart_is_survived_by_manager_and_tools(
 async def test_two_processes_with_the_same_tool_name_are_both_served(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str, topics: Topics
 ) -> None:
-    with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as first:
+    with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix) as first:
         await ready(manager)
         first_id = manager.tools_by_name["whoami"]["id"]
         async with aiomqtt.Client("127.0.0.1", mosquitto.port) as watcher:
             # The manager confirms each registration it admits, on the registering
             # process's own status topic.
             await watcher.subscribe(topics.status + "/#", qos=1)
-            async with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as second:
+            async with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix) as second:
                 second_id = await new_registration_of("whoami", watcher, besides=first_id)
                 await manager.wait_for_tool(second_id, timeout=10)
                 ids = {tid for tid, t in manager.tools_by_id.items() if t["name"] == "whoami"}

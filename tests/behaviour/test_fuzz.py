@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from argentic_tools import PROTOCOL_VERSION, RegisterToolMessage, ToolManager, Topics
-
-from .brokers import Mosquitto, running_mosquitto
-from .conftest import ToolProcess, manager_for, messager_for, ready
+from tests.support.brokers import Mosquitto, running_mosquitto
+from tests.support.clients import manager_for, messager_for
+from tests.support.processes import ToolProcess, ready
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=50),
@@ -67,7 +67,7 @@ def registrations(manager: ToolManager) -> dict[str, tuple[str, str]]:
 def fuzz_world() -> Iterator[tuple[Mosquitto, Topics, ToolProcess]]:
     with running_mosquitto() as broker:
         topics = Topics.with_prefix("fuzz")
-        with ToolProcess("tests.tool_proc", broker.url, "fuzz") as proc:
+        with ToolProcess("tests.support.tool_proc", broker.url, "fuzz") as proc:
             yield broker, topics, proc
 
 

@@ -24,9 +24,9 @@ from argentic_tools import (
     Topics,
     tool,
 )
-
-from .brokers import Mosquitto, child_env
-from .conftest import ROOT, manager_for, messager_for
+from tests.support.brokers import Mosquitto, child_env
+from tests.support.clients import manager_for, messager_for
+from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.anyio
 

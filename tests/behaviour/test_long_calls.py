@@ -31,11 +31,11 @@ from argentic_tools import (
     tool,
 )
 from argentic_tools._tools.watchdog import LoopWatchdog
-
-from . import long_proc
-from .brokers import Mosquitto
-from .conftest import ToolProcess, manager_for, messager_for
-from .test_cli import cli_process, connection, lines, read_until, run_cli
+from tests.support import long_proc
+from tests.support.brokers import Mosquitto
+from tests.support.cli import cli_process, connection, lines, read_until, run_cli
+from tests.support.clients import manager_for, messager_for
+from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -49,8 +49,8 @@ def long_prefix() -> str:
 
 @pytest.fixture(scope="module")
 def long_process(mosquitto: Mosquitto, long_prefix: str) -> Iterator[ToolProcess]:
-    """One process serving ``tests.long_proc`` for the whole module."""
-    with ToolProcess("tests.long_proc", mosquitto.url, long_prefix) as process:
+    """One process serving ``tests.support.long_proc`` for the whole module."""
+    with ToolProcess("tests.support.long_proc", mosquitto.url, long_prefix) as process:
         process.wait_registered(mosquitto.url, long_prefix, LONG_TOOLS)
         yield process
 

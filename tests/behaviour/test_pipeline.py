@@ -36,10 +36,10 @@ from argentic_tools import (
     Topics,
     tool,
 )
-
-from .brokers import Mosquitto
-from .conftest import ToolProcess, manager_for, messager_for, ready
-from .observers import Rendezvous, spy_on_calls
+from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
+from tests.support.observers import Rendezvous, spy_on_calls
+from tests.support.processes import ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -200,7 +200,7 @@ async def test_offline_tool_is_observed_too(
         messager_for(mosquitto.url, topics) as messager,
         manager_for(messager, topics, recorder=recorder) as manager,
     ):
-        with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+        with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix) as proc:
             await ready(manager)
             sleep_id = manager.tools_by_name["sleep"]["id"]
             async with spy_on_calls(mosquitto.url, topics, sleep_id) as spy:

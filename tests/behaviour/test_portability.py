@@ -12,10 +12,10 @@ import anyio
 import pytest
 
 from argentic_tools import TaskErrorMessage, TaskStatus, Topics
-
-from .brokers import ThreadedEmbeddedBroker, running_mosquitto
-from .conftest import ToolProcess, manager_for, messager_for, ready
-from .observers import spy_on_calls
+from tests.support.brokers import ThreadedEmbeddedBroker, running_mosquitto
+from tests.support.clients import manager_for, messager_for
+from tests.support.observers import spy_on_calls
+from tests.support.processes import ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -41,7 +41,7 @@ async def test_register_call_timeout_and_last_will_on_any_broker(
         messager_for(any_broker.url, topics) as messager,
         manager_for(messager, topics) as manager,
     ):
-        with ToolProcess("tests.tool_proc", any_broker.url, prefix) as proc:
+        with ToolProcess("tests.support.tool_proc", any_broker.url, prefix) as proc:
             await ready(manager)
             echoed = await manager.execute_tool("echo", {"message": "portable"}, timeout=10)
             assert echoed.result == "portable"
@@ -62,7 +62,7 @@ async def test_register_call_timeout_and_last_will_on_any_broker(
 
 
 async def test_manager_restart_on_any_broker(any_broker: Any, topics: Topics, prefix: str) -> None:
-    with ToolProcess("tests.tool_proc", any_broker.url, prefix):
+    with ToolProcess("tests.support.tool_proc", any_broker.url, prefix):
         async with messager_for(any_broker.url, topics) as first, manager_for(first, topics) as m1:
             await ready(m1)
         async with (

@@ -28,13 +28,12 @@ from argentic_tools import (
     tool,
 )
 from argentic_tools._protocol.messages import encode
-
-from .brokers import Mosquitto, free_port, running_mosquitto, wait_for_port
-from .conftest import manager_for, messager_for
+from tests.support.brokers import Mosquitto, free_port, running_mosquitto, wait_for_port
+from tests.support.clients import manager_for, messager_for
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Relay:

@@ -12,9 +12,9 @@ import anyio
 import pytest
 
 from argentic_tools import IncomingMessage, Messager, Topics
-
-from .brokers import Mosquitto, find_mosquitto, running_mosquitto
-from .conftest import ToolProcess, manager_for, messager_for, ready
+from tests.support.brokers import Mosquitto, find_mosquitto, running_mosquitto
+from tests.support.clients import manager_for, messager_for
+from tests.support.processes import ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -82,7 +82,7 @@ async def test_killed_and_stopped_tool_processes_and_managers_leave_no_session(
             manager_for(messager, topics, default_timeout=TIMEOUT) as manager,
         ):
             for stop in ("kill", "terminate"):
-                async with ToolProcess("tests.tool_proc", url, prefix) as tool_process:
+                async with ToolProcess("tests.support.tool_proc", url, prefix) as tool_process:
                     await ready(manager, ("echo",))
                     info = manager.tools_by_name["echo"]
                     result = await manager.execute_tool("echo", {"message": stop})

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from .brokers import find_mosquitto, uncovered_env
+from tests.support.brokers import find_mosquitto, uncovered_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FAULTS = ["kill", "freeze", "broker", "drop-manager", "drop-tool"]
 CALLS = 1200
 """Six seconds of calls at 200/s: a fault (and its recovery) every second of them; more

@@ -1,7 +1,7 @@
 """Traces across processes and metrics scraped over HTTP, with the OpenTelemetry SDK.
 
 This process installs the SDK once (an in-memory span exporter, a Prometheus metric
-reader); a tool process (``tests.otel_tool``) installs its own and writes its
+reader); a tool process (``tests.support.otel_tool``) installs its own and writes its
 finished spans to a file the test reads.
 """
 
@@ -28,9 +28,8 @@ from argentic_tools import (
     start_metrics_server,
     tool,
 )
-
-from .brokers import Mosquitto
-from .conftest import ToolProcess
+from tests.support.brokers import Mosquitto
+from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -80,7 +79,7 @@ async def test_one_call_is_one_trace_across_the_caller_and_the_tool_process(
     tmp_path: Path,
 ) -> None:
     written = tmp_path / "tool-spans.jsonl"
-    async with ToolProcess("tests.otel_tool", mosquitto.url, prefix, str(written)):
+    async with ToolProcess("tests.support.otel_tool", mosquitto.url, prefix, str(written)):
         await manager.wait_for_tool("traced", timeout=15)
         await manager.wait_for_tool("broken", timeout=15)
         with trace.get_tracer("test").start_as_current_span("agent step") as step:

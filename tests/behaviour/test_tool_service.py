@@ -26,9 +26,8 @@ from argentic_tools import (
     Topics,
     tool,
 )
-
-from .brokers import Mosquitto
-from .conftest import manager_for, messager_for
+from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
 
 pytestmark = pytest.mark.anyio
 

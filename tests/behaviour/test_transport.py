@@ -15,8 +15,7 @@ from argentic_tools import (
     Messager,
     PayloadTooLargeError,
 )
-
-from .brokers import Mosquitto, free_port, running_mosquitto, uncovered_env
+from tests.support.brokers import Mosquitto, free_port, running_mosquitto, uncovered_env
 
 pytestmark = pytest.mark.anyio
 

@@ -25,9 +25,8 @@ from argentic_tools import (
     tool,
 )
 from argentic_tools._protocol.messages import encode
-
-from .brokers import Mosquitto
-from .conftest import CONFIRM, manager_for, messager_for
+from tests.support.brokers import Mosquitto
+from tests.support.clients import CONFIRM, manager_for, messager_for
 
 pytestmark = pytest.mark.anyio
 
@@ -326,9 +325,9 @@ async def test_a_burst_to_a_frozen_tool_waits_in_the_manager_instead_of_being_dr
     import os
     import signal
 
-    from .brokers import running_mosquitto
-    from .conftest import ToolProcess, python_cmd  # noqa: F401 - python_cmd documents the child
-    from .observers import spy_on_calls
+    from tests.support.brokers import running_mosquitto
+    from tests.support.observers import spy_on_calls
+    from tests.support.processes import ToolProcess, python_cmd  # noqa: F401 - python_cmd documents the child
 
     # mosquitto's defaults for a slow client: 20 in flight, a short queue (1,000 by default;
     # 10 here so the test needs few calls), and whatever is beyond is dropped.
@@ -339,7 +338,7 @@ async def test_a_burst_to_a_frozen_tool_waits_in_the_manager_instead_of_being_dr
             manager_for(messager, topics) as manager,
         ):
             with ToolProcess(
-                "tests.tool_proc", broker.url, prefix, "--max-concurrency", "4"
+                "tests.support.tool_proc", broker.url, prefix, "--max-concurrency", "4"
             ) as proc:
                 info = await manager.wait_for_tool("sleep", timeout=15)
                 assert info.metadata["max_concurrency"] == 4
@@ -428,11 +427,11 @@ async def test_a_registration_flood_is_bounded_and_real_calls_keep_succeeding(
 async def test_calls_around_a_graceful_broker_restart_all_succeed(
     private_mosquitto: Mosquitto, topics: Topics, prefix: str
 ) -> None:
-    from .conftest import ToolProcess
-    from .observers import spy_on_calls
+    from tests.support.observers import spy_on_calls
+    from tests.support.processes import ToolProcess
 
     broker = private_mosquitto
-    with ToolProcess("tests.tool_proc", broker.url, prefix):
+    with ToolProcess("tests.support.tool_proc", broker.url, prefix):
         async with (
             messager_for(broker.url, topics) as messager,
             manager_for(messager, topics) as manager,
@@ -557,10 +556,10 @@ async def test_a_call_whose_tool_process_dies_says_execution_is_unknown(
 ) -> None:
     import asyncio
 
-    from .conftest import ToolProcess
-    from .observers import spy_on_calls
+    from tests.support.observers import spy_on_calls
+    from tests.support.processes import ToolProcess
 
-    async with ToolProcess("tests.tool_proc", mosquitto.url, prefix) as proc:
+    async with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix) as proc:
         info = await manager.wait_for_tool("sleep", timeout=15)
         async with spy_on_calls(mosquitto.url, topics, info.id) as spy:
             call = asyncio.ensure_future(

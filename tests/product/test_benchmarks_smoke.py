@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from .brokers import find_mosquitto, uncovered_env
+from tests.support.brokers import find_mosquitto, uncovered_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REQUIRE_MOSQUITTO = os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1"
 SEQUENTIAL = 30
 SVG = "{http://www.w3.org/2000/svg}"

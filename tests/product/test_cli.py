@@ -1,18 +1,13 @@
 """The ``argentic-tools`` command line, run as real subprocesses against a real broker."""
 
-import contextlib
 import json
-import os
 import signal
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import pytest
-from anyio.abc import ByteReceiveStream, Process
 
 from argentic_tools import (
     BaseMessage,
@@ -34,92 +29,22 @@ from argentic_tools import (
     UnregisterToolMessage,
     parse_message,
 )
-
-from .brokers import Mosquitto, child_env, free_port
-from .conftest import ROOT, TEST_TOOLS, messager_for, ready
+from tests.support.brokers import Mosquitto, free_port
+from tests.support.cli import (
+    TIMEOUT,
+    cli_process,
+    connection,
+    lines,
+    one_error_line,
+    processes_mentioning,
+    read_rest,
+    read_until,
+    run_cli,
+)
+from tests.support.clients import messager_for
+from tests.support.processes import ROOT, TEST_TOOLS, ready
 
 pytestmark = pytest.mark.anyio
-
-TIMEOUT = 30
-"""Bound on any one CLI run; generous because CI machines are slow."""
-
-
-def cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "argentic_tools", *args]
-
-
-def connection(url: str, prefix: str) -> list[str]:
-    return ["--broker", url, "--topic-prefix", prefix]
-
-
-async def run_cli(
-    *args: str, timeout: float = TIMEOUT, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[bytes]:
-    environment = child_env()
-    environment.update(env or {})
-    with anyio.fail_after(timeout):
-        return await anyio.run_process(cli(*args), check=False, cwd=ROOT, env=environment)
-
-
-def lines(data: bytes) -> list[str]:
-    return data.decode(errors="replace").strip().splitlines()
-
-
-def one_error_line(completed: subprocess.CompletedProcess[bytes]) -> str:
-    """The stderr of a failed run, asserted to be one line without a traceback."""
-    errors = lines(completed.stderr)
-    assert len(errors) == 1, errors
-    assert errors[0].startswith("error: ")
-    return errors[0]
-
-
-def processes_mentioning(text: str) -> list[int]:
-    """Pids of live processes whose command line contains ``text`` (Linux /proc)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        with contextlib.suppress(OSError), open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-            if text.encode() in cmdline.read():
-                found.append(int(entry))
-    return found
-
-
-async def read_until(stream: ByteReceiveStream, marker: bytes, timeout: float = TIMEOUT) -> bytes:
-    """Read ``stream`` until ``marker`` appears; return everything read so far."""
-    seen = b""
-    with anyio.fail_after(timeout):
-        while marker not in seen:
-            seen += await stream.receive()
-    return seen
-
-
-async def read_rest(stream: ByteReceiveStream | None) -> bytes:
-    data = b""
-    if stream is None:
-        return data
-    with anyio.fail_after(TIMEOUT), contextlib.suppress(anyio.EndOfStream):
-        while True:
-            data += await stream.receive()
-    return data
-
-
-@contextlib.asynccontextmanager
-async def cli_process(*args: str) -> AsyncIterator[Process]:
-    """A long-running CLI command; terminated (then killed) when the block ends."""
-    process = await anyio.open_process(cli(*args), cwd=ROOT, env=child_env())
-    try:
-        yield process
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            with anyio.move_on_after(15):
-                await process.wait()
-        if process.returncode is None:
-            process.kill()
-        with anyio.fail_after(TIMEOUT):
-            await process.aclose()
-
 
 EXPECT_SERVED = ("--expect", "echo", "--expect", "sleep", "--wait", "20")
 """``list``/``describe`` options that return once the ``served`` tools are registered."""
@@ -139,7 +64,7 @@ async def served(mosquitto: Mosquitto) -> AsyncIterator[str]:
     process per test cost more than the tests themselves.
     """
     prefix = f"cli{uuid.uuid4().hex[:10]}"
-    specs = ("tests.tool_proc:echo", "tests.tool_proc:sleep")
+    specs = ("tests.support.tool_proc:echo", "tests.support.tool_proc:sleep")
     async with cli_process("serve", *specs, *connection(mosquitto.url, prefix)):
         completed = await run_cli(
             "list", "--json", *EXPECT_SERVED, *connection(mosquitto.url, prefix)
@@ -281,7 +206,7 @@ async def test_call_by_the_name_the_exports_gave_with_typed_pairs(
     mosquitto: Mosquitto, prefix: str
 ) -> None:
     async with cli_process(
-        "serve", "tests.tool_proc:email_sender", *connection(mosquitto.url, prefix)
+        "serve", "tests.support.tool_proc:email_sender", *connection(mosquitto.url, prefix)
     ):
         completed = await run_cli(
             "call",
@@ -298,7 +223,9 @@ async def test_call_by_the_name_the_exports_gave_with_typed_pairs(
 
 async def test_call_debug_shows_the_tools_own_traceback(mosquitto: Mosquitto, prefix: str) -> None:
     # A tool process run with --debug sends the traceback of an unexpected exception.
-    serve = ("serve", "tests.tool_proc:crash", "--debug", *connection(mosquitto.url, prefix))
+    serve = (
+        "serve", "tests.support.tool_proc:crash", "--debug", *connection(mosquitto.url, prefix)
+    )
     async with cli_process(*serve):
         call = ("call", "crash", "--wait", "5", *connection(mosquitto.url, prefix))
         plain = await run_cli(*call)
@@ -388,7 +315,7 @@ async def test_serve_of_a_missing_object_exits_2_with_one_line(
     mosquitto: Mosquitto, prefix: str
 ) -> None:
     completed = await run_cli(
-        "serve", "tests.tool_proc:nothing", *connection(mosquitto.url, prefix)
+        "serve", "tests.support.tool_proc:nothing", *connection(mosquitto.url, prefix)
     )
     assert completed.returncode == 2
     assert "has no 'nothing'" in one_error_line(completed)
@@ -397,7 +324,7 @@ async def test_serve_of_a_missing_object_exits_2_with_one_line(
 async def test_serve_of_a_module_serves_every_tool_in_it(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    async with cli_process("serve", "tests.tool_proc", *connection(mosquitto.url, prefix)):
+    async with cli_process("serve", "tests.support.tool_proc", *connection(mosquitto.url, prefix)):
         await ready(manager, TEST_TOOLS)
         result = await manager.execute_tool("echo", {"message": "module"}, timeout=10)
     assert result.ok
@@ -407,14 +334,15 @@ async def test_serve_of_a_module_serves_every_tool_in_it(
 async def test_serve_of_a_list_serves_every_tool_in_the_list(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    async with cli_process("serve", "tests.tool_proc:TOOLS", *connection(mosquitto.url, prefix)):
+    tools = "tests.support.tool_proc:TOOLS"
+    async with cli_process("serve", tools, *connection(mosquitto.url, prefix)):
         await ready(manager, TEST_TOOLS)
 
 
 async def test_serve_pins_tool_ids_given_with_tool_id(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    spec, pin = "tests.tool_proc:echo", "--tool-id=echo=pinned-echo"
+    spec, pin = "tests.support.tool_proc:echo", "--tool-id=echo=pinned-echo"
     async with cli_process("serve", spec, pin, *connection(mosquitto.url, prefix)):
         info = await manager.wait_for_tool("echo", timeout=TIMEOUT)
         result = await manager.execute_tool("pinned-echo", {"message": "by id"}, timeout=10)
@@ -425,7 +353,7 @@ async def test_serve_pins_tool_ids_given_with_tool_id(
 async def test_serve_refuses_a_tool_id_without_a_name_with_one_line(
     mosquitto: Mosquitto, prefix: str
 ) -> None:
-    spec = "tests.tool_proc:echo"
+    spec = "tests.support.tool_proc:echo"
     completed = await run_cli(
         "serve", spec, "--tool-id", "pinned", *connection(mosquitto.url, prefix)
     )
@@ -436,7 +364,7 @@ async def test_serve_refuses_a_tool_id_without_a_name_with_one_line(
 async def test_sigint_stops_serve_after_unregistering_its_tools(
     manager: ToolManager, mosquitto: Mosquitto, prefix: str
 ) -> None:
-    args = ("serve", "tests.tool_proc:echo", *connection(mosquitto.url, prefix))
+    args = ("serve", "tests.support.tool_proc:echo", *connection(mosquitto.url, prefix))
     async with cli_process(*args) as process:
         info = await manager.wait_for_tool("echo", timeout=15)
         process.send_signal(signal.SIGINT)
@@ -457,7 +385,7 @@ async def test_watch_prints_a_registration_as_it_happens(
     # The manager (up before watch starts) confirms the registration, so serve is started
     # at once instead of waiting out its confirmation timeout.
     watch_args = ("watch", "--count", "1", *connection(mosquitto.url, prefix))
-    serve_args = ("serve", "tests.tool_proc:echo", *connection(mosquitto.url, prefix))
+    serve_args = ("serve", "tests.support.tool_proc:echo", *connection(mosquitto.url, prefix))
     async with cli_process(*watch_args) as watch:
         assert watch.stderr is not None
         await read_until(watch.stderr, b"Watching")  # subscribed: nothing can be missed now

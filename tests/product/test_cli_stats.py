@@ -31,10 +31,9 @@ from argentic_tools import (
     Topics,
 )
 from argentic_tools.cli.fleet import FleetView, duration, load, milliseconds, percent
-
-from .brokers import Mosquitto, child_env
-from .conftest import ROOT, TEST_TOOLS, ToolProcess
-from .test_cli import cli, connection, one_error_line, run_cli
+from tests.support.brokers import Mosquitto, child_env
+from tests.support.cli import cli, connection, one_error_line, run_cli
+from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -51,7 +50,7 @@ def anyio_backend() -> str:
 
 @dataclass
 class Fleet:
-    """Three ``tests.tool_proc`` processes and what the test made them serve."""
+    """Three ``tests.support.tool_proc`` processes and what the test made them serve."""
 
     prefix: str
     processes: list[ToolProcess]
@@ -93,7 +92,9 @@ async def fleet(mosquitto: Mosquitto) -> AsyncIterator[Fleet]:
     topics = Topics.with_prefix(prefix)
     async with contextlib.AsyncExitStack() as stack:
         processes = [
-            await stack.enter_async_context(ToolProcess("tests.tool_proc", mosquitto.url, prefix))
+            await stack.enter_async_context(
+                ToolProcess("tests.support.tool_proc", mosquitto.url, prefix)
+            )
             for _ in range(REPLICAS)
         ]
         fleet = Fleet(prefix, processes)

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import yaml
 
-from .brokers import find_mosquitto, free_port, wait_for_port
+from tests.support.brokers import find_mosquitto, free_port, wait_for_port
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
 MOSQUITTO_CONF = REPO / "mosquitto.conf"
 TOOL_CLIENTS = sorted(path.stem for path in (REPO / "tool_clients").glob("[!_]*.py"))

@@ -37,12 +37,20 @@ from argentic_tools import (
 )
 from argentic_tools.dashboard import Dashboard
 from argentic_tools.dashboard.calls import CallLog
-
-from .brokers import Mosquitto, child_env, free_port
-from .browser import Browser, Page, find_chromium
-from .conftest import ROOT, TEST_TOOLS, ToolProcess, manager_for, messager_for
-from .test_cli import TIMEOUT, cli, cli_process, connection, one_error_line, read_until, run_cli
-from .test_demo import DEMO_TIMEOUT
+from tests.support.brokers import Mosquitto, child_env, free_port
+from tests.support.browser import Browser, Page, find_chromium
+from tests.support.cli import (
+    DEMO_TIMEOUT,
+    TIMEOUT,
+    cli,
+    cli_process,
+    connection,
+    one_error_line,
+    read_until,
+    run_cli,
+)
+from tests.support.clients import manager_for, messager_for
+from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -75,10 +83,12 @@ async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bro
 
 @pytest.fixture
 async def three_processes(mosquitto: Mosquitto, prefix: str) -> AsyncIterator[list[ToolProcess]]:
-    """Three processes of ``tests.tool_proc``: each tool has three replicas."""
+    """Three processes of ``tests.support.tool_proc``: each tool has three replicas."""
     async with contextlib.AsyncExitStack() as stack:
         processes = [
-            await stack.enter_async_context(ToolProcess("tests.tool_proc", mosquitto.url, prefix))
+            await stack.enter_async_context(
+                ToolProcess("tests.support.tool_proc", mosquitto.url, prefix)
+            )
             for _ in range(3)
         ]
         yield processes

@@ -5,8 +5,9 @@ import signal
 import anyio
 import pytest
 
-from .brokers import Mosquitto, free_port
-from .test_cli import (
+from tests.support.brokers import Mosquitto, free_port
+from tests.support.cli import (
+    DEMO_TIMEOUT,
     TIMEOUT,
     cli_process,
     connection,
@@ -19,8 +20,6 @@ from .test_cli import (
 
 pytestmark = pytest.mark.anyio
 
-DEMO_TIMEOUT = 90
-"""Bound on a whole demo run (it takes a few seconds; CI machines are slow)."""
 
 
 async def test_demo_against_a_running_broker_exits_0_and_shows_tool_offline(

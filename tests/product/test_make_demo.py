@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .brokers import free_port, running_mosquitto
+from tests.support.brokers import free_port, running_mosquitto
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 INSTALL_TIMEOUT = 600
 """Bound on the cold run: it downloads and installs the demo's dependencies."""
 

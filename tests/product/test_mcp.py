@@ -39,9 +39,9 @@ from argentic_tools.mcp import _internals  # noqa: E402
 from argentic_tools.mcp.bridge import McpBridge  # noqa: E402
 from argentic_tools.mcp.gateway import McpGateway, trace_id_of  # noqa: E402
 from argentic_tools.mcp.names import McpNames, is_mcp_name  # noqa: E402
-
-from .brokers import Mosquitto, child_env  # noqa: E402
-from .conftest import ROOT, ToolProcess, manager_for, messager_for  # noqa: E402
+from tests.support.brokers import Mosquitto, child_env  # noqa: E402
+from tests.support.clients import manager_for, messager_for  # noqa: E402
+from tests.support.processes import ROOT, ToolProcess  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -75,7 +75,7 @@ def mcp_prefix() -> str:
 @pytest.fixture(scope="module")
 def long_tools(mosquitto: Mosquitto, mcp_prefix: str) -> Iterator[ToolProcess]:
     """The long-running test tools in their own process, for the whole module."""
-    with ToolProcess("tests.long_proc", mosquitto.url, mcp_prefix) as process:
+    with ToolProcess("tests.support.long_proc", mosquitto.url, mcp_prefix) as process:
         process.wait_registered(mosquitto.url, mcp_prefix, ("steps", "sync_steps", "chunks"))
         yield process
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .brokers import Mosquitto, child_env, uncovered_env
-from .conftest import ROOT
+from tests.support.brokers import Mosquitto, child_env, uncovered_env
+from tests.support.processes import ROOT
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 
 

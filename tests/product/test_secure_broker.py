@@ -29,13 +29,12 @@ import anyio
 import pytest
 
 from argentic_tools import Messager, TaskResultMessage, ToolManager
-
-from .brokers import find_mosquitto, free_port, uncovered_env, wait_for_port
-from .conftest import CONFIRM
+from tests.support.brokers import find_mosquitto, free_port, uncovered_env, wait_for_port
+from tests.support.clients import CONFIRM
 
 pytestmark = pytest.mark.anyio
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SECURE_CONF = REPO / "mosquitto-secure.conf"
 ACL = REPO / "mosquitto.acl"
 TIMEOUT = 10

@@ -33,13 +33,13 @@ import pytest
 import yaml
 
 from argentic_tools import Messager, TaskResultMessage, ToolManager
+from tests.support.brokers import find_mosquitto, free_port, uncovered_env
 
-from .brokers import find_mosquitto, free_port, uncovered_env
 from .test_secure_broker import CALLS, derive_config, stop_process, wait_until_listening
 
 pytestmark = pytest.mark.anyio
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SECURE_COMPOSE = REPO / "docker-compose.secure.yml"
 SCRIPT = REPO / "scripts" / "secure-broker.sh"
 ACL = REPO / "mosquitto.acl"

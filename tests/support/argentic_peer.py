@@ -1,6 +1,6 @@
 """An unmodified argentic 0.16 tool in its own process, for interoperability tests.
 
-``python -m tests.argentic_peer --broker-port N --topic-prefix P`` registers an
+``python -m tests.support.argentic_peer --broker-port N --topic-prefix P`` registers an
 argentic ``BaseTool`` named ``argentic_upper`` and serves it until SIGTERM.
 """
 

@@ -1,4 +1,4 @@
-"""Long-running test tools: ``python -m tests.long_proc --broker URL --topic-prefix P``.
+"""Long-running test tools: ``python -m tests.support.long_proc --broker URL --topic-prefix P``.
 
 Each tool leaves files in the directory it is given, so a test can tell what
 really happened in this process: ``LABEL.done`` (it ran to completion, which a
@@ -98,7 +98,7 @@ TOOLS = [steps, sync_steps, chunks, flood, silent]
 
 def main(argv: list[str]) -> None:
     """Serve the long-running test tools."""
-    serve_main(TOOLS, argv, prog="tests.long_proc")
+    serve_main(TOOLS, argv, prog="tests.support.long_proc")
 
 
 if __name__ == "__main__":

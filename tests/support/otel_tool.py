@@ -1,4 +1,6 @@
-"""A tool process that traces: ``python -m tests.otel_tool --broker URL --topic-prefix P SPANS``.
+"""A tool process that traces.
+
+Run as ``python -m tests.support.otel_tool --broker URL --topic-prefix P SPANS``.
 
 Installs the OpenTelemetry SDK with an exporter that appends every finished span to
 the file SPANS as one JSON line, so a test can read the tool side's spans.

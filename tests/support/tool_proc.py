@@ -1,4 +1,4 @@
-"""A tool process for tests: ``python -m tests.tool_proc --broker URL --topic-prefix P``.
+"""A tool process for tests: ``python -m tests.support.tool_proc --broker URL --topic-prefix P``.
 
 Serves a handful of tools whose behaviour the tests rely on (echo, sleep,
 fail, an unserialisable result, a context echo) through the public
@@ -80,7 +80,7 @@ def email_sender(to: str, copies: int = 1) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the test tools until SIGTERM/SIGINT."""
-    serve_main(TOOLS, argv, prog="tests.tool_proc")
+    serve_main(TOOLS, argv, prog="tests.support.tool_proc")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
-"""A tool process for the cluster test: ``python -m tests.cluster.cluster_tool LOG --broker ...``.
+"""A tool process for the cluster test.
+
+Run as ``python -m tests.behaviour.cluster.cluster_tool LOG --broker ...``.
 
 ``work(token)`` appends the token to LOG (one line per execution, flushed at once), so
 the test can count how many times each call ran across every replica and restart.

@@ -25,7 +25,7 @@ from argentic_tools import Messager, ToolManager, ToolResult, Topics
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CLUSTER_DIR = os.environ.get("ARGENTIC_TOOLS_CLUSTER_DIR")
 CALL_TIMEOUT = 5.0
 """Each call's deadline, in seconds."""
@@ -75,7 +75,7 @@ def replicas(executions: Path, prefix: str) -> Iterator[None]:
     command = [
         sys.executable,
         "-m",
-        "tests.cluster.cluster_tool",
+        "tests.behaviour.cluster.cluster_tool",
         str(executions),
         "--broker",
         f"{n1},{n2},{n3}",

@@ -21,10 +21,9 @@ from argentic_tools import (
     ToolResult,
     Topics,
 )
-
-from .brokers import Mosquitto
-from .conftest import ToolProcess
-from .observers import spy_on_calls
+from tests.support.brokers import Mosquitto
+from tests.support.observers import spy_on_calls
+from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 

@@ -20,9 +20,8 @@ from argentic_tools._logging import DropLog, parse_log_level
 from argentic_tools._protocol.topics import is_valid_tool_id, tool_name_problem, topic_problem
 from argentic_tools._transport import topic_matches as _matches
 from argentic_tools._transport.routing import IncomingMessage, Subscriptions
-
-from .brokers import Mosquitto
-from .conftest import messager_for
+from tests.support.brokers import Mosquitto
+from tests.support.clients import messager_for
 
 pytestmark = pytest.mark.anyio
 

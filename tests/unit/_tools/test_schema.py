@@ -25,8 +25,7 @@ from argentic_tools import (
     tool,
 )
 from argentic_tools._tools.definition import as_tool
-
-from .brokers import Mosquitto
+from tests.support.brokers import Mosquitto
 
 
 def built(func: Any) -> FunctionTool:
