@@ -19,7 +19,6 @@ from argentic_tools import (
     TaskErrorMessage,
     TaskResultMessage,
     ToolContext,
-    ToolDefinitionError,
     ToolManager,
     ToolResult,
     ToolService,
@@ -337,44 +336,6 @@ async def test_base_tool_reads_the_call_context_from_self_context(
 # -- what a service refuses to build -------------------------------------------------------
 
 
-def test_tool_with_a_name_a_manager_would_refuse_cannot_even_be_constructed() -> None:
-    def fine() -> None:
-        """Fine."""
-
-    class Named(BaseTool):
-        def __init__(self, name: str = "bad/name") -> None:
-            super().__init__(name, "Bad.", "", NoArguments)
-
-        async def _execute(self, **kwargs: Any) -> Any:
-            return None
-
-    with pytest.raises(ToolDefinitionError, match=r"forbidden character '#'"):
-        tool(name="bad#name")(fine)
-    with pytest.raises(ToolDefinitionError, match=r"forbidden character '/'"):
-        Named()
-    # A class handed to a service is instantiated there, and refused there: nothing connects.
-    with pytest.raises(ToolDefinitionError, match=r"tool 'bad/name'"):
-        ToolService("mqtt://127.0.0.1:9", [Named])
-
-
-def test_two_tools_with_the_same_name_in_one_service_raise_value_error() -> None:
-    @tool(name="echo")
-    def another_echo(message: str) -> str:
-        """Also echo."""
-        return message
-
-    with pytest.raises(ValueError, match=r"tool names must be unique within a service: \['echo'\]"):
-        ToolService("mqtt://127.0.0.1:9", [echo, another_echo])
-    with pytest.raises(ValueError, match=r"unique"):
-        ToolService("mqtt://127.0.0.1:9", [echo, echo])
-
-
-@pytest.mark.parametrize("seconds", [0, -1.0, float("nan")])
-def test_a_confirm_timeout_that_is_not_positive_is_refused(seconds: float) -> None:
-    with pytest.raises(ValueError, match=r"confirm_timeout must be > 0 seconds"):
-        ToolService("mqtt://127.0.0.1:9", [echo], confirm_timeout=seconds)
-
-
 async def test_starting_a_running_service_again_raises(
     mosquitto: Mosquitto, manager: ToolManager, topics: Topics
 ) -> None:
@@ -521,3 +482,28 @@ async def test_service_registers_again_and_serves_after_the_broker_restarts(
             second = await manager.execute_tool("echo", {"message": "after"}, timeout=10)
         assert second.ok, second
         assert second.result == "after"
+
+
+# -- arguments the tool's schema refuses -----------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_extra_argument_through_the_broker_gives_invalid_arguments_naming_the_key(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics
+) -> None:
+    @tool
+    def greet(name: str) -> str:
+        """Greet."""
+        return f"hello {name}"
+
+    async with ToolService(mosquitto.url, [greet], topics=topics):
+        info = await manager.wait_for_tool("greet", timeout=10)
+        assert info.input_schema["additionalProperties"] is False
+        with anyio.fail_after(10):
+            bad = await manager.execute_tool("greet", {"name": "Ada", "shout": True})
+            good = await manager.execute_tool("greet", {"name": "Ada"})
+    assert isinstance(bad, TaskErrorMessage)
+    assert bad.error_code == "invalid_arguments"
+    assert "Tool 'greet'" in bad.error
+    assert "'shout' was unexpected" in bad.error
+    assert good.ok and good.result == "hello Ada"

@@ -1,4 +1,4 @@
-"""The Messager against real brokers: URLs, failures, credentials, TLS and socket options."""
+"""The Messager against real brokers: connecting, failures, credentials, TLS and socket options."""
 
 import subprocess
 import sys
@@ -9,8 +9,8 @@ import anyio.abc
 import pytest
 
 from argentic_tools import (
+    BrokerError,
     BrokerUnavailableError,
-    BrokerURL,
     IncomingMessage,
     Messager,
     PayloadTooLargeError,
@@ -18,26 +18,6 @@ from argentic_tools import (
 from tests.support.brokers import Mosquitto, free_port, running_mosquitto, uncovered_env
 
 pytestmark = pytest.mark.anyio
-
-
-def test_broker_url_parses_credentials_port_and_tls() -> None:
-    url = BrokerURL.parse("mqtts://al%40ice:s3cret@broker.local:8884")
-    assert (url.host, url.port, url.username, url.password, url.tls) == (
-        "broker.local",
-        8884,
-        "al@ice",
-        "s3cret",
-        True,
-    )
-    assert BrokerURL.parse("localhost").port == 1883
-    assert BrokerURL.parse("mqtts://h").port == 8883
-    assert str(BrokerURL.parse("mqtt://h:1")) == "mqtt://h:1"
-
-
-@pytest.mark.parametrize("bad", ["http://host:1883", "mqtt://:1883", "mqtt://host:99999"])
-def test_broker_url_rejects_what_it_cannot_use(bad: str) -> None:
-    with pytest.raises(ValueError, match=r"broker URL|scheme"):
-        BrokerURL.parse(bad)
 
 
 async def test_url_form_connects_and_round_trips(mosquitto: Mosquitto, prefix: str) -> None:
@@ -177,3 +157,13 @@ async def test_tls_settings_reach_the_client(tmp_path: Path) -> None:
         # Without our CA the server certificate is not trusted: a clear error, not a hang.
         with pytest.raises(BrokerUnavailableError, match=r"127\.0\.0\.1"):
             await Messager(url, connect_timeout=5).connect()
+
+
+async def test_publishing_on_a_closed_messager_is_a_clear_error(mosquitto: Mosquitto) -> None:
+    messager = Messager(mosquitto.url)
+    with pytest.raises(BrokerError, match="closed"):
+        await messager.publish("x", b"y")
+    async with messager:
+        pass
+    with pytest.raises(BrokerError, match="closed"), anyio.fail_after(5):
+        await messager.publish("x", b"y")

@@ -3,7 +3,7 @@ against ``argentic-tools mcp serve`` (stdio and streamable HTTP, both protocol e
 the real third-party ``mcp-server-time`` brought onto the bus by the bridge.
 
 The full loop (MCP client -> gateway -> MQTT -> ``argentic-tools mcp bridge`` ->
-``mcp-server-time``) runs as the README shows it, in ``tests/test_readme.py``."""
+``mcp-server-time``) runs as the README shows it, in ``tests/product/test_readme.py``."""
 
 import contextlib
 import functools
@@ -35,10 +35,9 @@ from argentic_tools import (  # noqa: E402
     Topics,
     tool,
 )
-from argentic_tools.mcp import _internals  # noqa: E402
 from argentic_tools.mcp.bridge import McpBridge  # noqa: E402
-from argentic_tools.mcp.gateway import McpGateway, trace_id_of  # noqa: E402
-from argentic_tools.mcp.names import McpNames, is_mcp_name  # noqa: E402
+from argentic_tools.mcp.gateway import McpGateway  # noqa: E402
+from argentic_tools.mcp.names import is_mcp_name  # noqa: E402
 from tests.support.brokers import Mosquitto, child_env  # noqa: E402
 from tests.support.clients import manager_for, messager_for  # noqa: E402
 from tests.support.processes import ROOT, ToolProcess  # noqa: E402
@@ -379,25 +378,6 @@ async def test_a_thread_sees_and_calls_only_the_tools_its_policy_allows(
             allowed = await client.call_tool("lookup", {"key": "a"}, meta=support)
             assert allowed.structured_content == {"key": "a", "value": "A"}
         stop.set()
-
-
-def test_names_map_onto_mcp_and_back_without_collisions() -> None:
-    names = McpNames(["Email Sender", "Email_Sender", "a/b", "a b", "ok.name", "x" * 200])
-    assert names.to_mcp["Email_Sender"] == "Email_Sender"
-    assert names.to_mcp["ok.name"] == "ok.name"
-    assert len(set(names.to_mcp.values())) == 6
-    assert all(is_mcp_name(name) for name in names.to_mcp.values())
-    for original, mapped in names.to_mcp.items():
-        assert names.registry_name(mapped) == original
-    # The same fleet gets the same names, whatever order it registered in.
-    assert McpNames(reversed(list(names.to_mcp))).to_mcp == names.to_mcp
-    assert trace_id_of({"traceparent": TRACEPARENT}) == "0af7651916cd43dd8448eb211c80319c"
-    assert trace_id_of({"traceparent": "garbage"}) is None
-
-
-def test_the_sdk_internals_the_gateway_uses_are_still_there() -> None:
-    assert _internals.check_internals() == []
-    assert mcp.__name__ == "mcp"
 
 
 def time_server_pids() -> list[int]:

@@ -133,3 +133,25 @@ def test_the_architecture_page_names_every_module_of_the_library() -> None:
     }
     assert modules - drawn == set(), "modules missing from docs/architecture.md"
     assert drawn - modules == set(), "docs/architecture.md names modules that do not exist"
+
+
+def test_public_namespace_is_pinned() -> None:
+    assert len(argentic_tools.__all__) == len(set(argentic_tools.__all__))
+    for name in argentic_tools.__all__:
+        assert hasattr(argentic_tools, name), name
+    assert set(argentic_tools.__all__) >= {
+        "ToolManager",
+        "Messager",
+        "BaseTool",
+        "tool",
+        "ToolService",
+        "TaskStatus",
+        "RegisterToolMessage",
+        "ToolRegisteredMessage",
+        "UnregisterToolMessage",
+        "TaskMessage",
+        "TaskResultMessage",
+        "TaskErrorMessage",
+        "ToolCallRequest",
+        "ToolsError",
+    }

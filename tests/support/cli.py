@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 from anyio.abc import ByteReceiveStream, Process
@@ -32,6 +33,18 @@ async def run_cli(
     environment.update(env or {})
     with anyio.fail_after(timeout):
         return await anyio.run_process(cli(*args), check=False, cwd=ROOT, env=environment)
+
+
+CONSOLE_SCRIPT = Path(sys.executable).parent / "argentic-tools"
+"""The installed console script, as users run it."""
+
+
+async def run_installed_cli(
+    *args: str, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    """Like :func:`run_cli`, through the installed console script rather than ``python -m``."""
+    with anyio.fail_after(timeout):
+        return await anyio.run_process([str(CONSOLE_SCRIPT), *args], check=False, env=child_env())
 
 
 def lines(data: bytes) -> list[str]:
