@@ -3,7 +3,7 @@
 No Docker engine runs the stack here; these checks catch the mistakes that would
 only show up at `docker compose up`: a command naming a module that does not exist,
 a mounted file that is missing, a broker that is not reachable from the other
-containers. The tool commands themselves are tested in tests/tool_clients.
+containers. The tool commands themselves are tested in tests/product/tool_clients.
 """
 
 import os
