@@ -34,8 +34,7 @@ import yaml
 
 from argentic_tools import Messager, TaskResultMessage, ToolManager
 from tests.support.brokers import find_mosquitto, free_port, uncovered_env
-
-from .test_secure_broker import CALLS, derive_config, stop_process, wait_until_listening
+from tests.support.secure_broker import CALLS, derive_config, stop_process, wait_until_listening
 
 pytestmark = pytest.mark.anyio
 
