@@ -66,7 +66,7 @@ pytest: $(STAMP)
 test-cluster: $(STAMP)
 	@bash scripts/cluster.sh up || { bash scripts/cluster.sh down; exit 1; }
 	@ARGENTIC_TOOLS_CLUSTER_DIR=$$(realpath -m "$${CLUSTER_DIR:-$${TMPDIR:-/tmp}/argentic-cluster}") \
-		$(BIN)/python -m pytest tests/cluster -q -s -p no:cacheprovider; \
+		$(BIN)/python -m pytest tests/behaviour/cluster -q -s -p no:cacheprovider; \
 		status=$$?; bash scripts/cluster.sh down; exit $$status
 
 ## bench: side-by-side benchmark against the raw MQTT floor and argentic (a scratch

@@ -1,0 +1,151 @@
+"""Cancelling a call in any way stops the work at the tool: TOOL_CANCEL is on the wire and
+the tool reports the task cancelled, never finished."""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiomqtt
+import anyio
+import pytest
+
+from argentic_tools import TaskStatus, ToolManager, ToolService, Topics, tool
+from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
+
+pytestmark = pytest.mark.anyio
+
+
+class Work:
+    """A tool that runs until cancelled (or for ``seconds``), recording what happened."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.finished: list[str] = []
+
+        @tool(name="work")
+        async def work(label: str, seconds: float = 60) -> str:
+            """Work for a while."""
+            self.started.set()
+            await anyio.sleep(seconds)
+            self.finished.append(label)
+            return label
+
+        self.tool = work
+
+
+class Wire:
+    """Every message on the tool's call and response topics."""
+
+    def __init__(self, client: aiomqtt.Client) -> None:
+        self.client = client
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def wait_for(self, kind: str, **fields: Any) -> dict[str, Any]:
+        """The first TASK, TOOL_CANCEL, or result with status ``kind``, having ``fields``."""
+
+        def matches(item: tuple[str, dict[str, Any]]) -> bool:
+            _, message = item
+            if kind in ("TASK", "TOOL_CANCEL"):
+                found = message.get("type") == kind and "status" not in message
+            else:
+                found = message.get("status") == kind
+            return found and all(message.get(k) == v for k, v in fields.items())
+
+        with anyio.fail_after(10):
+            while not any(matches(item) for item in self.seen):
+                message = await anext(aiter(self.client.messages))
+                self.seen.append((message.topic.value, json.loads(message.payload)))
+        return next(message for item in self.seen if matches(item) for message in [item[1]])
+
+
+@pytest.fixture
+async def work(mosquitto: Mosquitto, topics: Topics, manager: ToolManager) -> AsyncIterator[Work]:
+    served = Work()
+    async with ToolService(mosquitto.url, [served.tool], topics=topics):
+        await manager.wait_for_tool("work", timeout=10)
+        yield served
+
+
+@pytest.fixture
+async def wire(
+    mosquitto: Mosquitto, topics: Topics, manager: ToolManager, work: Work
+) -> AsyncIterator[Wire]:
+    tool_id = manager.tools_by_name["work"]["id"]
+    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as client:
+        await client.subscribe(topics.call(tool_id), qos=1)
+        await client.subscribe(topics.response(tool_id) + "/#", qos=1)
+        yield Wire(client)
+
+
+async def assert_stopped_at_the_tool(wire: Wire, work: Work, label: str) -> None:
+    sent = await wire.wait_for("TASK", call_id=label)
+    await wire.wait_for("TOOL_CANCEL", task_id=sent["task_id"])
+    reply = await wire.wait_for("cancelled", task_id=sent["task_id"])
+    assert reply["error_code"] == "cancelled"
+    assert work.finished == []
+
+
+async def test_cancelling_the_awaiting_task_cancels_the_call_at_the_tool(
+    manager: ToolManager, work: Work, wire: Wire
+) -> None:
+    call = asyncio.ensure_future(manager.execute_tool("work", {"label": "a"}, call_id="a"))
+    with anyio.fail_after(10):
+        await work.started.wait()
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await assert_stopped_at_the_tool(wire, work, "a")
+    assert manager.pending_calls == 0
+
+
+async def test_a_cancelled_scope_around_the_call_cancels_it_at_the_tool(
+    manager: ToolManager, work: Work, wire: Wire
+) -> None:
+    async with anyio.create_task_group() as group:
+        with anyio.CancelScope() as scope:
+
+            async def cancel_once_started() -> None:
+                await work.started.wait()
+                scope.cancel()
+
+            group.start_soon(cancel_once_started)
+            await manager.execute_tool("work", {"label": "b"}, call_id="b")
+    assert scope.cancelled_caught
+    await assert_stopped_at_the_tool(wire, work, "b")
+    assert manager.pending_calls == 0
+
+
+async def test_closing_the_manager_cancels_its_pending_calls_at_the_tool(
+    mosquitto: Mosquitto, topics: Topics, work: Work, wire: Wire
+) -> None:
+    async with messager_for(mosquitto.url, topics) as messager:
+        other = manager_for(messager, topics)
+        await other.async_init()
+        await other.wait_for_tool("work", timeout=10)
+        call = asyncio.ensure_future(other.execute_tool("work", {"label": "c"}, call_id="c"))
+        with anyio.fail_after(10):
+            await work.started.wait()
+        await other.aclose()
+        result = await call
+    assert result.status == TaskStatus.FAILED
+    assert "closed" in getattr(result, "error", "")
+    await assert_stopped_at_the_tool(wire, work, "c")
+
+
+async def test_manager_cancel_ends_the_call_as_cancelled_and_stops_the_tool(
+    manager: ToolManager, work: Work, wire: Wire
+) -> None:
+    call = asyncio.ensure_future(
+        manager.execute_tool("work", {"label": "d"}, task_id_override="job-d", call_id="d")
+    )
+    with anyio.fail_after(10):
+        await work.started.wait()
+    assert await manager.cancel("job-d", reason="the user changed their mind")
+    result = await call
+    assert result.status == TaskStatus.CANCELLED
+    assert result.task_id == "job-d"
+    assert "the user changed their mind" in getattr(result, "error", "")
+    await assert_stopped_at_the_tool(wire, work, "d")
+    assert not await manager.cancel("job-d")

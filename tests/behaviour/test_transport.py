@@ -1,0 +1,169 @@
+"""The Messager against real brokers: connecting, failures, credentials, TLS and socket options."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import pytest
+
+from argentic_tools import (
+    BrokerError,
+    BrokerUnavailableError,
+    IncomingMessage,
+    Messager,
+    PayloadTooLargeError,
+)
+from tests.support.brokers import Mosquitto, free_port, running_mosquitto, uncovered_env
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_url_form_connects_and_round_trips(mosquitto: Mosquitto, prefix: str) -> None:
+    received: list[IncomingMessage] = []
+    done = anyio.Event()
+
+    async def handler(message: IncomingMessage) -> None:
+        received.append(message)
+        done.set()
+
+    async with Messager(mosquitto.url, will_topic=None) as messager:
+        assert messager.is_connected()
+        await messager.subscribe(f"{prefix}/+/x", handler)
+        await messager.publish(f"{prefix}/a/x", b"payload")
+        with anyio.fail_after(5):
+            await done.wait()
+    assert received[0].topic == f"{prefix}/a/x"
+    assert received[0].payload == b"payload"
+    assert not messager.is_connected()
+
+
+async def test_unreachable_broker_raises_a_clear_error() -> None:
+    port = free_port()
+    messager = Messager(f"mqtt://127.0.0.1:{port}", connect_timeout=3)
+    with pytest.raises(BrokerUnavailableError, match=rf"127\.0\.0\.1:{port}"):
+        await messager.connect()
+    assert not messager.is_connected()
+
+
+async def test_a_connection_cut_before_the_connack_fails_the_attempt_at_once() -> None:
+    # A relay or load balancer in front of a stopped broker accepts TCP, then closes.
+    async def accept_and_close(stream: anyio.abc.SocketStream) -> None:
+        await stream.aclose()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, accept_and_close)
+        # Without the fix the attempt waits out the whole connect timeout.
+        messager = Messager(f"mqtt://127.0.0.1:{port}", connect_timeout=60)
+        with anyio.fail_after(20):
+            with pytest.raises(BrokerUnavailableError, match="closed before the broker answered"):
+                await messager.connect()
+        group.cancel_scope.cancel()
+
+
+async def test_connecting_twice_is_an_error(mosquitto: Mosquitto) -> None:
+    async with Messager(mosquitto.url) as messager:
+        with pytest.raises(RuntimeError, match="already connected"):
+            await messager.connect()
+
+
+async def test_tcp_nodelay_is_set_on_the_client_socket(mosquitto: Mosquitto) -> None:
+    messager = Messager(mosquitto.url)
+    assert messager.tcp_nodelay is None  # no socket before connecting
+    async with messager:
+        assert messager.tcp_nodelay is True
+    assert messager.tcp_nodelay is None
+
+
+async def test_oversized_publish_is_refused_before_sending(mosquitto: Mosquitto) -> None:
+    async with Messager(mosquitto.url, max_payload_bytes=100) as messager:
+        with pytest.raises(PayloadTooLargeError, match="exceeds the limit of 100 bytes"):
+            await messager.publish("x/y", b"z" * 101)
+
+
+async def test_a_payload_built_at_its_turn_is_built_once_checked_and_delivered(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    received: list[bytes] = []
+    done = anyio.Event()
+    builds: list[str] = []
+
+    def build(text: str) -> bytes:
+        builds.append(text)
+        return text.encode()
+
+    def unbuildable() -> bytes:
+        raise ValueError("cannot build this one")
+
+    def handler(message: IncomingMessage) -> None:
+        received.append(message.payload)
+        if len(received) == 3:
+            done.set()
+
+    async with Messager(mosquitto.url, will_topic=None, max_payload_bytes=100) as messager:
+        await messager.subscribe(f"{prefix}/built", handler)
+        await messager.publish(f"{prefix}/built", lambda: build("first"))
+        await messager.publish(f"{prefix}/built", lambda: build("at most once"), qos=0)
+        await messager.publish(f"{prefix}/built", bytearray(b"bytes-like"))  # not a builder
+        with pytest.raises(PayloadTooLargeError, match="exceeds the limit of 100 bytes"):
+            await messager.publish(f"{prefix}/built", lambda: build("z" * 101))
+        with pytest.raises(ValueError, match="cannot build this one"):
+            await messager.publish(f"{prefix}/built", unbuildable)
+        with anyio.fail_after(5):
+            await done.wait()
+    assert builds == ["first", "at most once", "z" * 101]
+    assert received == [b"first", b"at most once", b"bytes-like"]
+
+
+def test_client_ids_are_unique_across_processes_started_together() -> None:
+    code = "from argentic_tools import Messager; print(Messager().client_id)"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, env=uncovered_env())
+        for _ in range(4)
+    ]
+    ids = {p.communicate(timeout=60)[0].strip() for p in procs}
+    assert len(ids) == 4
+
+
+async def test_credentials_reach_the_broker(tmp_path: Path) -> None:
+    passwd = tmp_path / "passwd"
+    await anyio.run_process(["mosquitto_passwd", "-b", "-c", str(passwd), "agent", "right"])
+    with running_mosquitto(f"password_file {passwd}\n", anonymous=False) as broker:
+        async with Messager(f"mqtt://agent:right@127.0.0.1:{broker.port}") as messager:
+            await messager.publish("auth/check", b"ok")
+        with pytest.raises(BrokerUnavailableError, match="not authori"):
+            await Messager(f"mqtt://agent:wrong@127.0.0.1:{broker.port}").connect()
+        with pytest.raises(BrokerUnavailableError, match="not authori"):
+            await Messager(f"mqtt://127.0.0.1:{broker.port}").connect()
+
+
+async def test_tls_settings_reach_the_client(tmp_path: Path) -> None:
+    trustme = pytest.importorskip("trustme")
+    ca = trustme.CA()
+    server = ca.issue_cert("127.0.0.1", "localhost")
+    ca_file, cert_file, key_file = tmp_path / "ca.pem", tmp_path / "cert.pem", tmp_path / "key.pem"
+    ca.cert_pem.write_to_path(str(ca_file))
+    server.cert_chain_pems[0].write_to_path(str(cert_file))
+    server.private_key_pem.write_to_path(str(key_file))
+    tls = f"cafile {ca_file}\ncertfile {cert_file}\nkeyfile {key_file}\n"
+    with running_mosquitto(tls) as broker:
+        url = f"mqtts://127.0.0.1:{broker.port}"
+        async with Messager(url, tls_params={"ca_certs": str(ca_file)}) as messager:
+            await messager.publish("tls/check", b"ok")
+            assert messager.tcp_nodelay is True  # under TLS too
+        # Without our CA the server certificate is not trusted: a clear error, not a hang.
+        with pytest.raises(BrokerUnavailableError, match=r"127\.0\.0\.1"):
+            await Messager(url, connect_timeout=5).connect()
+
+
+async def test_publishing_on_a_closed_messager_is_a_clear_error(mosquitto: Mosquitto) -> None:
+    messager = Messager(mosquitto.url)
+    with pytest.raises(BrokerError, match="closed"):
+        await messager.publish("x", b"y")
+    async with messager:
+        pass
+    with pytest.raises(BrokerError, match="closed"), anyio.fail_after(5):
+        await messager.publish("x", b"y")

@@ -1,0 +1,157 @@
+"""The one public namespace: exactly these names, nothing else public."""
+
+import types
+import typing
+from pathlib import Path
+
+import argentic_tools
+from argentic_tools import ExportFormat
+
+PUBLIC_NAMES = [
+    "PROTOCOL_VERSION",
+    "AllToolsEnabled",
+    "BaseMessage",
+    "BaseTool",
+    "BatchProgressCallback",
+    "BrokerError",
+    "BrokerURL",
+    "BrokerUnavailableError",
+    "CallContext",
+    "ClientOfflineMessage",
+    "EmbeddedBroker",
+    "ExportFormat",
+    "FunctionTool",
+    "InMemoryRecorder",
+    "IncomingMessage",
+    "InputValidationError",
+    "JsonLinesRecorder",
+    "LogLevel",
+    "ManagerOnlineMessage",
+    "Messager",
+    "Observation",
+    "ObservationRecorder",
+    "OutputValidationError",
+    "PayloadTooLargeError",
+    "ProgressCallback",
+    "ProtocolError",
+    "RegisterToolMessage",
+    "RegistrationError",
+    "SqliteRecorder",
+    "StatsRequestMessage",
+    "StreamInterruptedError",
+    "TaskErrorMessage",
+    "TaskMessage",
+    "TaskResultMessage",
+    "TaskStatus",
+    "ThreadToolPolicy",
+    "ToolCallError",
+    "ToolCallRequest",
+    "ToolCancelMessage",
+    "ToolCancelledError",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolInfo",
+    "ToolManager",
+    "ToolNotEnabledError",
+    "ToolNotFoundError",
+    "ToolOfflineError",
+    "ToolPartialMessage",
+    "ToolPingMessage",
+    "ToolPolicy",
+    "ToolPongMessage",
+    "ToolProgressMessage",
+    "ToolRegisteredMessage",
+    "ToolRegistrationErrorMessage",
+    "ToolResult",
+    "ToolService",
+    "ToolSpec",
+    "ToolStatsEntry",
+    "ToolStatsMessage",
+    "ToolStream",
+    "ToolTimeoutError",
+    "ToolUnavailableError",
+    "ToolUnregisteredMessage",
+    "ToolsError",
+    "Topics",
+    "UnregisterToolMessage",
+    "ValidationError",
+    "__version__",
+    "parse_message",
+    "serve_main",
+    "start_metrics_server",
+    "tool",
+]
+
+
+def test_all_is_exactly_the_public_names() -> None:
+    assert argentic_tools.__all__ == PUBLIC_NAMES
+
+
+def test_nothing_public_leaks_besides_all() -> None:
+    leaked = {
+        name
+        for name, value in vars(argentic_tools).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    }
+    assert leaked == set(PUBLIC_NAMES) - {"__version__"}
+
+
+def test_every_public_name_is_importable() -> None:
+    for name in PUBLIC_NAMES:
+        assert getattr(argentic_tools, name) is not None, name
+
+
+def test_export_formats_are_a_literal_type() -> None:
+    assert typing.get_args(ExportFormat) == ("prompt", "openai", "anthropic", "mcp")
+
+
+def test_the_architecture_page_names_every_module_of_the_library() -> None:
+    """docs/architecture.md draws the package tree; a module it does not name is missing."""
+    root = Path(argentic_tools.__file__).parent
+    page = (root.parent / "docs" / "architecture.md").read_text()
+    tree = page.split("```", 2)[1]
+    drawn: set[str] = set()
+    folders: list[tuple[int, str]] = []  # (indent, folder) from the root down
+    for line in tree.splitlines()[1:]:
+        name = line.strip().split(" ", 1)[0]
+        if not name:
+            continue
+        indent = len(line) - len(line.lstrip())
+        while folders and folders[-1][0] >= indent:
+            folders.pop()
+        path = "/".join([*(folder for _, folder in folders), name.rstrip("/")])
+        if name.endswith("/"):
+            folders.append((indent, name.rstrip("/")))
+        elif name.endswith(".py"):
+            drawn.add(path)
+    modules = {
+        str(path.relative_to(root.parent))
+        for path in root.rglob("*.py")
+        if path.name != "__init__.py" or path.parent == root
+    }
+    assert modules - drawn == set(), "modules missing from docs/architecture.md"
+    assert drawn - modules == set(), "docs/architecture.md names modules that do not exist"
+
+
+def test_public_namespace_is_pinned() -> None:
+    assert len(argentic_tools.__all__) == len(set(argentic_tools.__all__))
+    for name in argentic_tools.__all__:
+        assert hasattr(argentic_tools, name), name
+    assert set(argentic_tools.__all__) >= {
+        "ToolManager",
+        "Messager",
+        "BaseTool",
+        "tool",
+        "ToolService",
+        "TaskStatus",
+        "RegisterToolMessage",
+        "ToolRegisteredMessage",
+        "UnregisterToolMessage",
+        "TaskMessage",
+        "TaskResultMessage",
+        "TaskErrorMessage",
+        "ToolCallRequest",
+        "ToolsError",
+    }

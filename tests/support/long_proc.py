@@ -1,0 +1,105 @@
+"""Long-running test tools: ``python -m tests.support.long_proc --broker URL --topic-prefix P``.
+
+Each tool leaves files in the directory it is given, so a test can tell what
+really happened in this process: ``LABEL.done`` (it ran to completion, which a
+cancelled call must never reach), ``LABEL.stopped`` (it saw the cancellation),
+``overlap`` (two calls of a ``max_concurrency=1`` tool ran at once).
+"""
+
+import pathlib
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+
+import anyio
+
+from argentic_tools import ToolContext, serve_main, tool
+
+
+def mark(directory: str, name: str) -> None:
+    """Leave the file ``name`` in ``directory``."""
+    (pathlib.Path(directory) / name).write_text(name)
+
+
+@tool
+async def steps(
+    context: ToolContext, count: int, interval: float, label: str = "", directory: str = ""
+) -> int:
+    """Report progress ``count`` times, ``interval`` seconds apart, then return ``count``."""
+    try:
+        for step in range(1, count + 1):
+            await anyio.sleep(interval)
+            await context.report_progress(step, count, f"step {step} of {count}")
+    except anyio.get_cancelled_exc_class():
+        if directory:
+            mark(directory, f"{label}.stopped")
+        raise
+    if directory:
+        mark(directory, f"{label}.done")
+    return count
+
+
+_active = 0
+_active_lock = threading.Lock()
+
+
+@tool(max_concurrency=1)
+def sync_steps(context: ToolContext, label: str, seconds: float, directory: str) -> str:
+    """A blocking tool that checks for cancellation and finishes its cleanup slowly."""
+    global _active
+    with _active_lock:
+        _active += 1
+        if _active > 1:
+            mark(directory, "overlap")
+    try:
+        started = time.monotonic()
+        step = 0
+        while time.monotonic() - started < seconds:
+            step += 1
+            context.report_progress(step)
+            if context.cancelled:
+                mark(directory, f"{label}.stopped")
+                time.sleep(0.3)  # cleanup that takes a while: the slot stays taken
+                context.raise_if_cancelled()
+            time.sleep(0.02)
+        mark(directory, f"{label}.done")
+        return label
+    finally:
+        with _active_lock:
+            _active -= 1
+
+
+@tool
+async def chunks(count: int, interval: float) -> AsyncIterator[dict[str, int]]:
+    """Yield ``count`` chunks ``{"i": i}``, ``interval`` seconds apart."""
+    for i in range(count):
+        yield {"i": i}
+        await anyio.sleep(interval)
+
+
+@tool
+def flood(context: ToolContext, reports: int) -> int:
+    """Report progress ``reports`` times in a tight loop."""
+    for i in range(reports):
+        context.report_progress(i + 1, reports)
+    return reports
+
+
+@tool
+async def silent(seconds: float) -> float:
+    """Work for ``seconds`` without reporting progress."""
+    await anyio.sleep(seconds)
+    return seconds
+
+
+TOOLS = [steps, sync_steps, chunks, flood, silent]
+
+
+def main(argv: list[str]) -> None:
+    """Serve the long-running test tools."""
+    serve_main(TOOLS, argv, prog="tests.support.long_proc")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

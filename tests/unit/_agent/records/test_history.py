@@ -1,0 +1,185 @@
+"""SqliteRecorder alone: retention, queries, the caps on what it stores, and the event loop
+it must never stall."""
+
+import gc
+import json
+import sqlite3
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from argentic_tools import SqliteRecorder
+from tests.support.observations import observation
+
+pytestmark = pytest.mark.anyio
+
+
+TIMEOUT = 60
+"""Bound on any one wait: generous, since CI machines are slow."""
+
+
+async def test_calls_older_than_max_age_are_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "calls.db"
+    now = time.time()
+    async with SqliteRecorder(path, max_age_seconds=3600) as recorder:
+        for number in range(200):
+            # Every other one ended two days ago; the rest just now.
+            recorder.record(observation(number, ended=now - 2 * 86400 if number % 2 else now))
+
+    kept = SqliteRecorder(path).query(limit=None)
+
+    assert sorted(row.task_id for row in kept) == sorted(f"task-{n}" for n in range(0, 200, 2))
+
+
+@pytest.fixture
+def frozen_heap() -> Iterator[None]:
+    """The objects alive now left out of garbage collections until the test ends.
+
+    A full collection of this test process (tens of thousands of objects from the
+    tests before) takes ~50 ms on a 2-core machine, whichever thread's allocation
+    happens to start it: a pause of any Python program, not of the code under test.
+    Frozen, they are not traversed again; what the test allocates still is.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+@pytest.mark.usefixtures("frozen_heap")
+async def test_recording_5000_observations_never_stalls_the_event_loop(tmp_path: Path) -> None:
+    # A probe sleeps 1 ms again and again and counts the wakes that come more than
+    # `stall` late. The writer thread's work (JSON, SQLite, the disk) must never hold
+    # the loop: sqlite3 releases the GIL while SQLite works, and Python makes any
+    # thread give the GIL back within 5 ms, so wakes come at most ~10 ms late on an
+    # idle machine and ~20 ms late with both cores busy with other processes. 50 ms
+    # leaves room for a busy 2-core machine (other tests' processes, a broker)
+    # preempting this process now and then, while a recorder that wrote on the loop
+    # (a batch of 500 rows and their indexes, a WAL checkpoint) or held the GIL for a
+    # whole batch would still show, on most of its ten batches. A count of stalls, not a
+    # time, is asserted; one is forgiven (the OS stopping this process once, under load).
+    stall = 0.05
+    wakes = stalls = 0
+    done = anyio.Event()
+
+    async def probe() -> None:
+        nonlocal wakes, stalls
+        while not done.is_set():
+            before = time.perf_counter()
+            await anyio.sleep(0.001)
+            wakes += 1
+            if time.perf_counter() - before - 0.001 > stall:
+                stalls += 1
+
+    text = "x" * 1000
+    async with (
+        SqliteRecorder(tmp_path / "calls.db") as recorder,
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(probe)
+        for number in range(5000):
+            recorder.record(observation(number, arguments={"text": text, "n": number}))
+            if number % 50 == 49:  # calls end a few at a time, as in a manager
+                await anyio.lowlevel.checkpoint()
+        with anyio.fail_after(TIMEOUT):
+            await recorder.flush()
+        done.set()
+
+    assert len(recorder.query(limit=None)) == 5000
+    assert wakes > 0
+    assert stalls <= 1
+
+
+async def test_query_filters_by_tool_thread_outcome_and_time_newest_first(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "calls.db"
+    now = time.time()
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, ended=now - 300))
+        recorder.record(observation(2, ended=now - 200, tool_name="b", thread_id="thread-2"))
+        recorder.record(
+            observation(
+                3, ended=now - 100, status="error", error_code="execution_error", error="boom"
+            )
+        )
+        recorder.record(observation(4, ended=now - 50, status="timeout", error_code="timeout"))
+        await recorder.flush()
+
+        def ids(**filters: Any) -> list[str]:
+            return [row.task_id for row in recorder.query(**filters)]
+
+        assert ids() == ["task-4", "task-3", "task-2", "task-1"]
+        assert ids(tool="a") == ["task-4", "task-3", "task-1"]
+        assert ids(thread="thread-2") == ["task-2"]
+        assert ids(outcome="error") == ["task-3"]
+        assert ids(outcome="execution_error") == ["task-3"]
+        assert ids(outcome="timeout") == ["task-4"]
+        assert ids(since=now - 250, until=now - 60) == ["task-3", "task-2"]
+        assert ids(limit=2) == ["task-4", "task-3"]
+        assert recorder.query(outcome="error")[0].error == "boom"
+
+
+async def test_arguments_and_results_past_the_cap_are_stored_cut_with_a_marker(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "calls.db"
+    async with SqliteRecorder(path, max_argument_bytes=1024) as recorder:
+        recorder.record(observation(1, arguments={"text": "é" * 5000}, result="y" * 5000))
+        recorder.record(observation(2, arguments={"text": "small"}))
+
+    rows = {row.task_id: row for row in SqliteRecorder(path).query()}
+
+    cut = rows["task-1"].arguments
+    assert cut["__truncated__"] is True
+    assert cut["bytes"] == len(b'{"text":"' + "é".encode() * 5000 + b'"}')
+    assert cut["preview"].startswith('{"text":"ééé')
+    assert len(json.dumps(cut, ensure_ascii=False).encode()) <= 1024
+    assert rows["task-1"].result["__truncated__"] is True
+    assert rows["task-2"].arguments == {"text": "small"}
+
+
+async def test_a_recorder_never_closed_writes_its_queue_when_the_interpreter_exits(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "calls.db"
+    script = (
+        "import asyncio, sys, time\n"
+        "from argentic_tools import Observation, SqliteRecorder\n"
+        "recorder = SqliteRecorder(sys.argv[1], flush_interval=60)\n"
+        "async def main() -> None:\n"
+        "    for n in range(10):\n"
+        "        recorder.record(Observation(None, f'task-{n}', 'a', None, None, None,\n"
+        "                                    'success', None, 1.0, {}, timestamp=time.time()))\n"
+        "asyncio.run(main())\n"
+    )
+    with anyio.fail_after(TIMEOUT):
+        done = await anyio.run_process([sys.executable, "-c", script, str(path)], check=False)
+    assert done.returncode == 0, done.stderr
+
+    assert len(SqliteRecorder(path).query(limit=None)) == 10
+
+
+async def test_starting_a_recorder_on_a_path_it_cannot_open_raises(tmp_path: Path) -> None:
+    recorder = SqliteRecorder(tmp_path / "missing-directory" / "calls.db")
+
+    with pytest.raises(sqlite3.OperationalError, match="unable to open"):
+        await recorder.start()
+
+
+async def test_observations_recorded_after_close_are_counted_as_dropped(tmp_path: Path) -> None:
+    async with SqliteRecorder(tmp_path / "calls.db") as recorder:
+        recorder.record(observation(1))
+
+    recorder.record(observation(2))
+
+    assert recorder.dropped == 1
+    assert [row.task_id for row in recorder.query()] == ["task-1"]

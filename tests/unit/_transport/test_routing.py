@@ -1,0 +1,38 @@
+"""Routing incoming messages: topic filters match as MQTT's do, and the table of handlers
+forgets what it remembered when it changes."""
+
+import pytest
+
+from argentic_tools._transport import topic_matches as _matches
+from argentic_tools._transport.routing import IncomingMessage, Subscriptions
+
+
+@pytest.mark.parametrize(
+    ("topic_filter", "topic", "expected"),
+    [
+        ("a/+/c", "a/b/c", True),
+        ("a/+/c", "a/b/d", False),
+        ("a/#", "a/b/c", True),
+        ("a/+", "a/b/c", False),
+        ("a/b/c", "a/b", False),
+    ],
+)
+def test_topic_filters_match_like_mqtt(topic_filter: str, topic: str, expected: bool) -> None:
+    assert _matches(topic_filter, topic) is expected
+
+
+def test_the_routing_table_forgets_remembered_matches_when_it_changes() -> None:
+    table = Subscriptions()
+
+    def first(message: IncomingMessage) -> None: ...
+
+    def second(message: IncomingMessage) -> None: ...
+
+    table.add("r/+", first)
+    assert list(table.handlers_for("r/x")) == [first]
+    assert list(table.handlers_for("r/x")) == [first]  # remembered
+    table.add("r/#", second)
+    assert list(table.handlers_for("r/x")) == [first, second]
+    table.remove("r/+", first)
+    assert list(table.handlers_for("r/x")) == [second]
+    assert list(table.handlers_for("s/x")) == []

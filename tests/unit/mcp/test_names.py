@@ -1,0 +1,24 @@
+"""Tool names mapped onto MCP's alphabet and back, and the trace id read from a call's metadata."""
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
+
+from argentic_tools.mcp.gateway import trace_id_of
+from argentic_tools.mcp.names import McpNames, is_mcp_name
+
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def test_names_map_onto_mcp_and_back_without_collisions() -> None:
+    names = McpNames(["Email Sender", "Email_Sender", "a/b", "a b", "ok.name", "x" * 200])
+    assert names.to_mcp["Email_Sender"] == "Email_Sender"
+    assert names.to_mcp["ok.name"] == "ok.name"
+    assert len(set(names.to_mcp.values())) == 6
+    assert all(is_mcp_name(name) for name in names.to_mcp.values())
+    for original, mapped in names.to_mcp.items():
+        assert names.registry_name(mapped) == original
+    # The same fleet gets the same names, whatever order it registered in.
+    assert McpNames(reversed(list(names.to_mcp))).to_mcp == names.to_mcp
+    assert trace_id_of({"traceparent": TRACEPARENT}) == "0af7651916cd43dd8448eb211c80319c"
+    assert trace_id_of({"traceparent": "garbage"}) is None
