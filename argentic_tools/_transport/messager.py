@@ -32,7 +32,7 @@ from .._telemetry import connection_reconnected
 from . import _internals
 from .ack_window import MAX_UNACKED, AckWindow
 from .broker_rotation import ATTEMPT_SECONDS, BrokerRotation, suback_refused
-from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions
+from .routing import Handler, IncomingMessage, ReconnectHook, Subscriptions, filter_problem
 from .url import build_tls_context, make_client_id, parse_brokers
 
 logger = logging.getLogger("argentic_tools.transport")
@@ -321,7 +321,15 @@ class Messager(AsyncResource):
 
         Several handlers may share a topic; each receives every message. The
         subscription is restored after reconnections.
+
+        Raises:
+            ValueError: ``topic`` is not an MQTT topic filter (nothing is subscribed).
+            BrokerError: The broker refused the subscription, or the connection failed.
+
         """
+        problem = filter_problem(topic)
+        if problem is not None:
+            raise ValueError(f"cannot subscribe to {topic!r}: {problem}")
         is_new = self._subscriptions.add(topic, handler)
         if is_new and self._client is not None and self._connected.is_set():
             try:

@@ -42,6 +42,25 @@ def topic_matches(topic_filter: str, topic: str) -> bool:
     return len(filter_levels) == len(topic_levels)
 
 
+def filter_problem(topic_filter: str) -> str | None:
+    """Why ``topic_filter`` is not an MQTT topic filter, or None when it is one.
+
+    ``#`` may only be the last level, and ``+`` and ``#`` only a whole level; a filter is
+    not empty and has no NUL character (MQTT 3.1.1, section 4.7).
+    """
+    if not topic_filter:
+        return "a topic filter cannot be empty"
+    if "\0" in topic_filter:
+        return "a topic filter cannot contain a NUL character"
+    levels = topic_filter.split("/")
+    for index, level in enumerate(levels):
+        if "#" in level and (level != "#" or index != len(levels) - 1):
+            return "'#' may only stand alone as the filter's last level"
+        if "+" in level and level != "+":
+            return "'+' may only stand alone as a whole level"
+    return None
+
+
 MATCH_CACHE_SIZE = 4096
 """Topics whose wildcard handlers are remembered; the memory starts over when full."""
 

@@ -39,6 +39,27 @@ async def test_url_form_connects_and_round_trips(mosquitto: Mosquitto, prefix: s
     assert not messager.is_connected()
 
 
+async def test_subscribing_to_a_string_that_is_not_a_filter_is_refused_and_changes_nothing(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    received: list[IncomingMessage] = []
+    done = anyio.Event()
+
+    def handler(message: IncomingMessage) -> None:
+        received.append(message)
+        done.set()
+
+    async with Messager(mosquitto.url, will_topic=None) as messager:
+        with pytest.raises(ValueError, match=r"cannot subscribe to 'a/#/b': '#' may only"):
+            await messager.subscribe("a/#/b", handler)
+        # The connection goes on, and later subscriptions work (nothing half-added).
+        await messager.subscribe(f"{prefix}/ok", handler)
+        await messager.publish(f"{prefix}/ok", b"x")
+        with anyio.fail_after(5):
+            await done.wait()
+    assert [m.topic for m in received] == [f"{prefix}/ok"]
+
+
 async def test_unreachable_broker_raises_a_clear_error() -> None:
     port = free_port()
     messager = Messager(f"mqtt://127.0.0.1:{port}", connect_timeout=3)

@@ -4,7 +4,7 @@ forgets what it remembered when it changes."""
 import pytest
 
 from argentic_tools._transport import topic_matches as _matches
-from argentic_tools._transport.routing import IncomingMessage, Subscriptions
+from argentic_tools._transport.routing import IncomingMessage, Subscriptions, filter_problem
 
 
 @pytest.mark.parametrize(
@@ -36,3 +36,23 @@ def test_the_routing_table_forgets_remembered_matches_when_it_changes() -> None:
     table.remove("r/+", first)
     assert list(table.handlers_for("r/x")) == [second]
     assert list(table.handlers_for("s/x")) == []
+
+
+@pytest.mark.parametrize(
+    ("topic_filter", "problem"),
+    [
+        ("a/#/b", "'#' may only stand alone"),
+        ("a/b#", "'#' may only stand alone"),
+        ("a/b+/c", "'+' may only stand alone"),
+        ("", "cannot be empty"),
+        ("a/\0", "NUL"),
+    ],
+)
+def test_a_string_that_is_not_a_topic_filter_says_why(topic_filter: str, problem: str) -> None:
+    found = filter_problem(topic_filter)
+    assert found is not None and problem in found
+
+
+@pytest.mark.parametrize("topic_filter", ["a/b", "a/+/c", "a/#", "#", "+", "+/+/#", "a//b"])
+def test_topic_filters_mqtt_accepts_have_no_problem(topic_filter: str) -> None:
+    assert filter_problem(topic_filter) is None
