@@ -39,9 +39,7 @@ CONSOLE_SCRIPT = Path(sys.executable).parent / "argentic-tools"
 """The installed console script, as users run it."""
 
 
-async def run_installed_cli(
-    *args: str, timeout: float = 60
-) -> subprocess.CompletedProcess[bytes]:
+async def run_installed_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     """Like :func:`run_cli`, through the installed console script rather than ``python -m``."""
     with anyio.fail_after(timeout):
         return await anyio.run_process([str(CONSOLE_SCRIPT), *args], check=False, env=child_env())

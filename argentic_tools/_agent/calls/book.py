@@ -1,6 +1,6 @@
-"""Calls in flight on the caller side: the checks and the pending table.
+"""Calls in flight on the caller side: the pending table.
 
-:class:`CallBook` checks a call against the registry and the policy, keeps one
+:class:`CallBook` looks a call's tool up and has it checked (:mod:`.checks`), keeps one
 :class:`~.pending.Pending` per task id until its result arrives, keeps each tool
 instance's :class:`~.flow.Window`, and matches each incoming result, progress report
 and chunk to the call that made it. The error results a call can end in without the
@@ -16,18 +16,15 @@ from collections.abc import Callable
 from typing import Any
 
 from ..._protocol.messages import (
-    CallContext,
     TaskErrorMessage,
-    TaskStatus,
     ToolPartialMessage,
     ToolProgressMessage,
     ToolResult,
 )
-from ..._protocol.validation import describe_problems
 from ..fleet.info import Entry
 from ..fleet.registry import ToolRegistry
 from ..policy import ToolPolicy
-from .arguments import unsendable, utf8_safe, without_skipped_nulls
+from .checks import Refusal, check
 from .endings import error, offline
 from .flow import Window
 from .pending import CallSpec, Pending
@@ -67,8 +64,7 @@ class CallBook:
         has seen with its recorded reply. The override is a label on the result.
         """
         task_id = str(uuid.uuid4())
-        name, arguments, label, timeout = spec.name, spec.arguments, spec.label, spec.timeout
-        context = spec.context
+        name, label = spec.name, spec.label
         entry = self.registry.lookup(name)
         if entry is None:
             suggestion = self.registry.closest(name)
@@ -81,88 +77,26 @@ class CallBook:
                 label or task_id,
                 "unknown",
                 name,
-                arguments,
+                spec.arguments,
                 f"Tool '{name}' not found.{hint}",
                 "not_found",
                 details=details,
             )
-        info = entry.info
-        thread_id = context.thread_id if context else None
-        if not policy.is_enabled(info.name, thread_id):
+        checked = check(entry, spec, policy)
+        if isinstance(checked, Refusal):
+            info = entry.info
             return error(
                 self.source,
                 label or task_id,
                 info.id,
                 info.name,
-                arguments,
-                f"Tool '{info.name}' is not enabled for thread '{thread_id}'.",
-                "not_enabled",
+                checked.arguments,
+                checked.text,
+                checked.code,
+                status=checked.status,
+                details=checked.details,
             )
-        if not isinstance(arguments, dict):
-            kind = "a JSON string" if isinstance(arguments, str) else type(arguments).__name__
-            return error(
-                self.source,
-                label or task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}': arguments must be a JSON object mapping parameter names "
-                f"to values, but {kind} came; pass the object itself, not a string.",
-                "invalid_arguments",
-                details=[{"path": "$", "message": "expected an object", "got": kind}],
-            )
-        problem = unsendable(arguments)
-        if problem is not None:
-            return error(
-                self.source,
-                label or task_id,
-                info.id,
-                info.name,
-                None,
-                f"Tool '{info.name}': invalid arguments: {problem}",
-                "invalid_arguments",
-                details=[{"path": "$", "message": problem}],
-            )
-        context_problem = _unsendable_context(context)
-        if context_problem is not None:
-            return error(
-                self.source,
-                label or task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}': {context_problem}",
-                "invalid_arguments",
-            )
-        problems = entry.validator.problems(arguments)
-        if problems:
-            # OpenAI's strict mode makes every optional parameter required and nullable,
-            # so a model sends null for a default it skips: null there means "default".
-            arguments = without_skipped_nulls(arguments, info.input_schema, problems)
-            problems = entry.validator.problems(arguments)
-        if problems:
-            return error(
-                self.source,
-                label or task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}': invalid arguments: {describe_problems(problems)}",
-                "invalid_arguments",
-                details=problems,
-            )
-        if timeout is not None and timeout <= 0:
-            return error(
-                self.source,
-                label or task_id,
-                info.id,
-                info.name,
-                arguments,
-                f"Tool '{info.name}' timed out: the timeout was {timeout:g} s, "
-                "so the call was not sent.",
-                "timeout",
-                status=TaskStatus.TIMEOUT,
-            )
+        arguments = checked
         future: asyncio.Future[ToolResult] = asyncio.get_running_loop().create_future()
         pending = Pending(future, entry, task_id, arguments, spec, time.time())
         self.pending[task_id] = pending
@@ -322,14 +256,3 @@ def _share_values(result: ToolResult, pending: Pending) -> None:
         value = fields.get(name)
         if value is not own and value == own and type(value) is type(own):
             fields[name] = own
-
-
-def _unsendable_context(context: CallContext | None) -> str | None:
-    """Why the protocol's fields of ``context`` cannot be sent (UTF-8 cannot carry one)."""
-    if context is None:
-        return None
-    for name in CallContext.model_fields:
-        value = getattr(context, name)
-        if isinstance(value, str) and not utf8_safe(value):
-            return f"the context's {name} is a string that UTF-8 cannot carry (a lone surrogate)"
-    return None
