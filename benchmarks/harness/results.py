@@ -34,7 +34,14 @@ def add_results_arguments(
     ``exclusive`` refuses both options together.
     """
     group: Any = parser.add_mutually_exclusive_group() if exclusive else parser
-    group.add_argument(option, dest="results_place", type=Path, default=None, help=help_text)
+    group.add_argument(
+        option,
+        dest="results_place",
+        metavar=option.lstrip("-").replace("-", "_").upper(),
+        type=Path,
+        default=None,
+        help=help_text,
+    )
     group.add_argument(
         "--update-results", action="store_true", help=f"write the committed {committed} instead"
     )
