@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
-from benchmarks._stats import percentile
+from benchmarks.harness.stats import percentile
 
 WIDTH, PLOT_HEIGHT = 900, 420
 LEFT, RIGHT, TOP = 80, 30, 76  # margins around the plot area, px

@@ -25,6 +25,10 @@ class Impl(Protocol):
 
     async def open(self) -> None: ...
 
+    def callee(self, echo_tools: int) -> list[str]:
+        """``[module, *args]`` of the process that answers it, serving ``echo_tools`` more."""
+        ...
+
     async def ready(self, tools: list[str], timeout: float) -> None: ...
 
     async def call(self, tool: str) -> bool: ...
@@ -67,6 +71,9 @@ class Floor:
         self._pending: dict[str, asyncio.Future[Any]] = {}
         self._client: Any = None
         self._reader: asyncio.Task[None] | None = None
+
+    def callee(self, echo_tools: int) -> list[str]:
+        return ["benchmarks.floor_responder", "--port", str(self.port), "--prefix", self.prefix]
 
     async def open(self) -> None:
         self._client = floor_client(self.port, "requester")
@@ -119,13 +126,25 @@ class Floor:
 class Ours:
     """argentic-tools: ``Messager`` + ``ToolManager``; ``execute_tool`` / ``get_tool_results``."""
 
-    def __init__(self, name: str, url: str, prefix: str, call_timeout: float) -> None:
+    def __init__(
+        self, name: str, url: str, prefix: str, call_timeout: float, kind: str = "function"
+    ) -> None:
         self.name = name
         self.url = url
+        self.prefix = prefix
+        self.kind = kind
         self.topics = Topics.with_prefix(prefix)
         self.call_timeout = call_timeout
         self.messager: Messager | None = None
         self.manager: ToolManager | None = None
+
+    def callee(self, echo_tools: int) -> list[str]:
+        return [
+            "benchmarks.ours_tool",
+            *(["--kind", self.kind] if self.kind != "function" else []),
+            *("--broker", self.url, "--topic-prefix", self.prefix),
+            *("--echo-tools", str(echo_tools)),
+        ]
 
     async def open(self) -> None:
         self.messager = Messager(self.url, will_topic=None, log_level="WARNING")
@@ -133,10 +152,7 @@ class Ours:
         self.manager = ToolManager(
             self.messager,
             log_level="WARNING",
-            register_topic=self.topics.register,
-            tool_call_topic_base=self.topics.call_base,
-            tool_response_topic_base=self.topics.response_base,
-            status_topic=self.topics.status,
+            topics=self.topics,
             default_timeout=self.call_timeout,
         )
         await self.manager.async_init()
@@ -206,6 +222,13 @@ class Argentic:
         self._timeout = call_timeout
         self.messager: Any = None
         self.manager: Any = None
+
+    def callee(self, echo_tools: int) -> list[str]:
+        return [
+            "benchmarks.argentic_tool",
+            *("--port", str(self.port), "--prefix", self.prefix),
+            *("--echo-tools", str(echo_tools)),
+        ]
 
     async def open(self) -> None:
         # The MQTT driver module creates its logger at DEBUG when imported: import it

@@ -5,7 +5,7 @@ from collections.abc import Callable
 from typing import Any
 
 from benchmarks._chart import cdf_svg
-from benchmarks._stats import fmt, fmt_range, median, ratio
+from benchmarks.harness.stats import fmt, fmt_range, median, ratio
 
 IMPL_ORDER = ("floor", "ours", "ours-basetool", "argentic")
 CDF_FILE = "latency_cdf.svg"  # beside latest.md, which links it

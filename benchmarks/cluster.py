@@ -26,10 +26,12 @@ import uuid
 from pathlib import Path
 
 from argentic_tools import Messager, ToolManager, Topics, serve_main, tool
-from benchmarks._stats import fmt, median, percentile
+from benchmarks.harness import cli
+from benchmarks.harness.procs import PACKAGE_PARENT, Children
+from benchmarks.harness.results import RESULTS_DIR, add_results_arguments, results_file
+from benchmarks.harness.stats import fmt, median, percentile
 
-ROOT = Path(__file__).resolve().parent.parent
-COMMITTED = ROOT / "benchmarks" / "results" / "cluster.md"
+COMMITTED = RESULTS_DIR / "cluster.md"
 
 
 @tool
@@ -40,9 +42,9 @@ def echo(message: str) -> str:
 
 def cluster(directory: str, *args: str) -> None:
     subprocess.run(
-        ["bash", str(ROOT / "scripts" / "cluster.sh"), *args],
+        ["bash", str(PACKAGE_PARENT / "scripts" / "cluster.sh"), *args],
         check=True,
-        cwd=ROOT,
+        cwd=PACKAGE_PARENT,
         env={**os.environ, "CLUSTER_DIR": directory},
     )
 
@@ -75,17 +77,13 @@ async def throughput(manager: ToolManager, seconds: float, in_flight: int = 100)
     return done / (time.perf_counter() - started)
 
 
-def start_tool(url: str, prefix: str) -> "subprocess.Popen[bytes]":
-    """The tool process, serving ``echo`` through ``url``."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.cluster", "--serve", url, prefix], cwd=ROOT
-    )
-
-
-async def measure(urls: list[str], repetitions: int) -> dict[str, dict[str, list[float]]]:
+async def measure(
+    urls: list[str], repetitions: int, children: Children
+) -> dict[str, dict[str, list[float]]]:
     prefix = f"bench{uuid.uuid4().hex[:8]}"
     topics = Topics.with_prefix(prefix)
-    tool_process = start_tool(urls[0], prefix)
+    # The tool process, serving ``echo`` through node 1.
+    tool_process = children.python("tool", "benchmarks.cluster", "--serve", urls[0], prefix)
     figures: dict[str, dict[str, list[float]]] = {
         where: {"p50": [], "p99": [], "throughput": []} for where in ("same node", "cross node")
     }
@@ -105,8 +103,7 @@ async def measure(urls: list[str], repetitions: int) -> dict[str, dict[str, list
                     figures[where]["p99"].append(percentile(latencies, 99))
                     figures[where]["throughput"].append(await throughput(manager, 5))
     finally:
-        tool_process.terminate()
-        tool_process.wait(timeout=15)
+        await asyncio.to_thread(children.stop, tool_process, 15.0)
     return figures
 
 
@@ -134,37 +131,41 @@ def report(figures: dict[str, dict[str, list[float]]]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str]) -> None:
-    if argv[:1] == ["--serve"]:
-        serve_main(
-            [echo],
-            ["--broker", argv[1], "--topic-prefix", argv[2], "--log-level", "WARNING"],
-        )
-        return
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cluster-dir", help="a cluster already up (scripts/cluster.sh)")
-    parser.add_argument("--results", help="where to write the report")
-    parser.add_argument("--update-results", action="store_true", help=f"write {COMMITTED}")
-    parser.add_argument("--repetitions", type=int, default=3)
-    args = parser.parse_args(argv)
+def run(args: argparse.Namespace) -> int:
     owned = args.cluster_dir is None
     directory = args.cluster_dir or tempfile.mkdtemp(prefix="argentic-bench-cluster-")
     if owned:
         cluster(directory, "up")
     try:
         urls = (Path(directory) / "urls").read_text().split()
-        text = report(asyncio.run(measure(urls, args.repetitions)))
+        with Children() as children:
+            text = report(cli.run_async(measure(urls, args.repetitions, children)))
     finally:
         if owned:
             cluster(directory, "down")
-    target = Path(
-        args.results
-        or (COMMITTED if args.update_results else tempfile.mktemp(suffix="-cluster.md"))
-    )
+    target = results_file(args)
     target.write_text(text)
     print(text)
-    print(f"written: {target}")
+    cli.log(f"written: {target}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--serve"]:
+        serve_main(
+            [echo],
+            ["--broker", args[1], "--topic-prefix", args[2], "--log-level", "WARNING"],
+        )
+        return 0
+    parser = cli.parser("python -m benchmarks.cluster", __doc__.splitlines()[0], __doc__)
+    parser.add_argument("--cluster-dir", help="a cluster already up (scripts/cluster.sh)")
+    add_results_arguments(
+        parser, "--results", committed=COMMITTED, help_text="where to write the report"
+    )
+    parser.add_argument("--repetitions", type=int, default=3)
+    return cli.exit_status(lambda: run(cli.parse(parser, args)))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

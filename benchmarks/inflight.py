@@ -11,58 +11,17 @@ import asyncio
 import gc
 import json
 import sys
-import threading
 import time
 
 from argentic_tools import Messager, ToolCallRequest, ToolManager, Topics
-
-
-def proc_status_kib(field: str) -> int:
-    """``VmRSS``/``VmHWM`` of this process in KiB (0 where /proc is unavailable)."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
-
-
-class Sampler(threading.Thread):
-    """Keeps the highest VmRSS seen and the most calls seen pending at once."""
-
-    def __init__(self, manager: ToolManager, interval: float = 0.002) -> None:
-        super().__init__(daemon=True)
-        self.manager = manager
-        self.interval = interval
-        self.peak_rss_kib = 0
-        self.peak_pending = 0
-        self._done = threading.Event()
-
-    def run(self) -> None:
-        while not self._done.is_set():
-            self.peak_rss_kib = max(self.peak_rss_kib, proc_status_kib("VmRSS"))
-            self.peak_pending = max(self.peak_pending, self.manager.pending_calls)
-            time.sleep(self.interval)
-
-    def finish(self) -> None:
-        self._done.set()
-        self.join()
+from benchmarks.harness.measure import PeakSampler, proc_status_kib
 
 
 async def measure(args: argparse.Namespace) -> dict[str, object]:
     topics = Topics.with_prefix(args.topic_prefix)
     async with (
         Messager(args.broker, will_topic=None, log_level="WARNING") as messager,
-        ToolManager(
-            messager,
-            log_level="WARNING",
-            register_topic=topics.register,
-            tool_call_topic_base=topics.call_base,
-            tool_response_topic_base=topics.response_base,
-            status_topic=topics.status,
-        ) as manager,
+        ToolManager(messager, log_level="WARNING", topics=topics) as manager,
     ):
         await manager.wait_for_tool("wait", timeout=30)
         # Warm up every code path once, so that first-use allocations are not counted.
@@ -76,7 +35,9 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
         ]
         gc.collect()
         rss_before = proc_status_kib("VmRSS")
-        sampler = Sampler(manager)
+        sampler = PeakSampler(
+            0.002, rss=lambda: proc_status_kib("VmRSS"), pending=lambda: manager.pending_calls
+        )
         sampler.start()
         started = time.perf_counter()
         try:
@@ -90,7 +51,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
             if not r.ok:
                 code = getattr(r, "error_code", None) or str(r.status)
                 errors[code] = errors.get(code, 0) + 1
-        peak = max(sampler.peak_rss_kib, proc_status_kib("VmRSS"))
+        peak = max(sampler.peaks.get("rss", 0), proc_status_kib("VmRSS"))
         return {
             "calls": args.calls,
             "ok": ok,
@@ -98,7 +59,7 @@ async def measure(args: argparse.Namespace) -> dict[str, object]:
             "errors": errors,
             "wall_s": wall,
             "seconds_per_call": args.seconds,
-            "peak_pending": sampler.peak_pending,
+            "peak_pending": sampler.peaks.get("pending", 0),
             "rss_before_kib": rss_before,
             "rss_peak_kib": peak,
             "vm_hwm_kib": proc_status_kib("VmHWM"),

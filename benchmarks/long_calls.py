@@ -34,11 +34,13 @@ from typing import Any
 import aiomqtt
 
 from argentic_tools import Messager, ToolContext, ToolManager, Topics, serve_main, tool
-from benchmarks._broker import Mosquitto, find_mosquitto, free_port
-from benchmarks._procs import Children
-from benchmarks.run import machine_info
+from benchmarks.harness import cli
+from benchmarks.harness.broker import Mosquitto
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.procs import Children
+from benchmarks.harness.results import RESULTS_DIR, write_report
 
-RESULTS = Path(__file__).resolve().parent / "results" / "long_calls.md"
+RESULTS = RESULTS_DIR / "long_calls.md"
 
 
 def stamp(path: str) -> None:
@@ -255,36 +257,32 @@ def datetime_now() -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.long_calls")
+def run(args: argparse.Namespace) -> int:
+    binary = cli.require_mosquitto(args.mosquitto)
+    prefix = f"long{uuid.uuid4().hex[:8]}"
+    with Mosquitto(binary) as broker, Children() as children:
+        children.python("tools", "benchmarks.long_calls", "--serve", broker.url, prefix)
+        data = cli.run_async(measure(broker.url, Topics.with_prefix(prefix)))
+        info = machine_info(binary)
+    text = report(data, info)
+    print(text)
+    if args.results != "-":
+        write_report(Path(args.results), text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli.parser("python -m benchmarks.long_calls", "Long calls: progress and cancellation.")
     parser.add_argument("--results", default=str(RESULTS), help="report file; - for none")
+    cli.add_mosquitto_argument(parser)
     parser.add_argument("--serve", nargs=2, metavar=("URL", "PREFIX"), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = cli.parse(parser, argv)
     if args.serve:
         url, prefix = args.serve
         serve_main(TOOLS, ["--broker", url, "--topic-prefix", prefix, "--log-level", "WARNING"])
         return 0
-    binary = find_mosquitto()
-    if binary is None:
-        print("mosquitto is not installed (make mosquitto)", file=sys.stderr)
-        return 1
-    broker = Mosquitto(binary, free_port())
-    children = Children()
-    prefix = f"long{uuid.uuid4().hex[:8]}"
-    try:
-        broker.start()
-        children.python("tools", "benchmarks.long_calls", "--serve", broker.url, prefix)
-        data = asyncio.run(measure(broker.url, Topics.with_prefix(prefix)))
-        info = machine_info(binary, None)
-    finally:
-        children.cleanup()
-        broker.stop()
-    text = report(data, info)
-    print(text)
-    if args.results != "-":
-        Path(args.results).write_text(text)
-    return 0
+    return cli.exit_status(lambda: run(args))
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -27,11 +27,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks._broker import Mosquitto, find_mosquitto, free_port, wait_for_port
-from benchmarks._procs import Children
-from benchmarks.run import machine_info
+from benchmarks.harness import cli
+from benchmarks.harness.broker import Mosquitto, free_port
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.procs import Children
+from benchmarks.harness.results import RESULTS_DIR, write_report
 
-RESULTS = Path(__file__).resolve().parent / "results" / "mcp_gateway.md"
+RESULTS = RESULTS_DIR / "mcp_gateway.md"
 
 
 def plain_server(port: int) -> None:
@@ -123,24 +125,8 @@ async def wait_listed(url: str, name: str) -> None:
     raise TimeoutError(f"{name} never listed at {url}")
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.mcp_gateway")
-    parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--sequential", type=int, default=300)
-    parser.add_argument("--calls", type=int, default=1000)
-    parser.add_argument("--in-flight", type=int, default=100)
-    parser.add_argument("--results", default=str(RESULTS), help="report file; - for none")
-    parser.add_argument("--plain-server", type=int, default=None, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.plain_server is not None:
-        plain_server(args.plain_server)
-        return 0
-    binary = find_mosquitto()
-    if binary is None:
-        print("mosquitto is not installed (make mosquitto)", file=sys.stderr)
-        return 1
-    broker = Mosquitto(binary, free_port())
-    children = Children()
+def run(args: argparse.Namespace) -> int:
+    binary = cli.require_mosquitto(args.mosquitto)
     prefix = f"mcpb{uuid.uuid4().hex[:8]}"
     gateway_port, plain_port = free_port(), free_port()
     urls = {
@@ -150,8 +136,7 @@ def main(argv: list[str]) -> int:
     rows: dict[str, dict[str, list[float]]] = {
         name: {"p50": [], "p99": [], "rate": [], "failed": []} for name in urls
     }
-    try:
-        broker.start()
+    with Mosquitto(binary) as broker, Children() as children:
         connection = ["--broker", broker.url, "--topic-prefix", prefix]
         children.python("tool", "benchmarks.ours_tool", *connection, "--log-level", "WARNING")
         gateway = children.python(
@@ -166,37 +151,56 @@ def main(argv: list[str]) -> int:
         plain = children.python(
             "plain", "benchmarks.mcp_gateway", "--plain-server", str(plain_port)
         )
-        for child, port in ((gateway, gateway_port), (plain, plain_port)):
-            assert child.process is not None
-            wait_for_port(port, child.process, timeout=30, name=child.name)
-        asyncio.run(wait_listed(urls["gateway"], "echo"))
+        gateway.wait_listening(gateway_port, timeout=30)
+        plain.wait_listening(plain_port, timeout=30)
+        cli.run_async(wait_listed(urls["gateway"], "echo"))
         for rep in range(args.reps):
             order = list(urls) if rep % 2 == 0 else list(reversed(urls))
             for name in order:
-                times = asyncio.run(sequential(urls[name], args.sequential))
-                rate, failed = asyncio.run(concurrent(urls[name], args.calls, args.in_flight))
+                times = cli.run_async(sequential(urls[name], args.sequential))
+                rate, failed = cli.run_async(concurrent(urls[name], args.calls, args.in_flight))
                 rows[name]["p50"].append(statistics.median(times))
                 rows[name]["p99"].append(p(times, 0.99))
                 rows[name]["rate"].append(rate)
                 rows[name]["failed"].append(failed)
-                print(
+                cli.log(
                     f"rep {rep + 1} {name}: p50 {statistics.median(times):.2f} ms, "
-                    f"{rate:,.0f} calls/s, {failed} failed",
-                    file=sys.stderr,
+                    f"{rate:,.0f} calls/s, {failed} failed"
                 )
         children.python(
-            "many", "benchmarks.ours_tool", *connection, "--many", "1000", "--log-level", "WARNING"
+            "many",
+            "benchmarks.ours_tool",
+            *connection,
+            "--many",
+            "1000",
+            "--log-level",
+            "WARNING",
         )
-        list_ms, listed = asyncio.run(listing(urls["gateway"], 1000 + 5))
-        info = machine_info(binary, None)
-    finally:
-        children.cleanup()
-        broker.stop()
+        list_ms, listed = cli.run_async(listing(urls["gateway"], 1000 + 5))
+        info = machine_info(binary)
     text = report(rows, list_ms, listed, info, args)
     print(text)
     if args.results != "-":
-        Path(args.results).write_text(text)
+        write_report(Path(args.results), text)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli.parser(
+        "python -m benchmarks.mcp_gateway", "The MCP gateway against a plain MCP server."
+    )
+    parser.add_argument("--reps", type=cli.positive_int, default=3)
+    parser.add_argument("--sequential", type=cli.positive_int, default=300)
+    parser.add_argument("--calls", type=cli.positive_int, default=1000)
+    parser.add_argument("--in-flight", type=cli.positive_int, default=100)
+    parser.add_argument("--results", default=str(RESULTS), help="report file; - for none")
+    cli.add_mosquitto_argument(parser)
+    parser.add_argument("--plain-server", type=int, default=None, help=argparse.SUPPRESS)
+    args = cli.parse(parser, argv)
+    if args.plain_server is not None:
+        plain_server(args.plain_server)
+        return 0
+    return cli.exit_status(lambda: run(args))
 
 
 def _ratio(rows: dict[str, dict[str, list[float]]], key: str) -> float:
@@ -212,12 +216,8 @@ def report(
     args: argparse.Namespace,
 ) -> str:
     med = {name: {k: statistics.median(v) for k, v in row.items()} for name, row in rows.items()}
-    ratio_p50 = statistics.median(
-        g / p for g, p in zip(rows["gateway"]["p50"], rows["plain"]["p50"], strict=True)
-    )
-    ratio_rate = statistics.median(
-        g / p for g, p in zip(rows["gateway"]["rate"], rows["plain"]["rate"], strict=True)
-    )
+    ratio_p50 = _ratio(rows, "p50")
+    ratio_rate = _ratio(rows, "rate")
     versions = info["versions"]
     lines = [
         "# MCP gateway against a plain MCP server",
@@ -245,4 +245,4 @@ def report(
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -28,8 +28,8 @@ from argentic_tools import (
     tool,
 )
 from argentic_tools._protocol.messages import encode
-
-from ._broker import Mosquitto, find_mosquitto, free_port
+from benchmarks.harness import cli
+from benchmarks.harness.broker import Mosquitto
 
 
 @tool
@@ -52,66 +52,58 @@ def forged(n: int) -> bytes:
     )
 
 
-async def run(registrations: int, max_tools: int) -> dict[str, Any]:
+async def run(broker: Mosquitto, registrations: int, max_tools: int) -> dict[str, Any]:
     topics = Topics.with_prefix("flood")
-    binary = find_mosquitto()
-    if binary is None:
-        raise SystemExit("mosquitto is not installed (make mosquitto)")
-    broker = Mosquitto(binary, free_port())
-    broker.start()
-    try:
-        async with (
-            Messager(broker.url, will_topic=None) as messager,
-            ToolManager(
-                messager,
-                topics=topics,
-                max_tools=max_tools,
-                max_tools_per_client=max_tools,
-            ) as manager,
-            ToolService(broker.url, [add], topics=topics),
-        ):
-            await manager.wait_for_tool("add", timeout=10)
-            lags: list[float] = []
-            done = asyncio.Event()
+    async with (
+        Messager(broker.url, will_topic=None) as messager,
+        ToolManager(
+            messager,
+            topics=topics,
+            max_tools=max_tools,
+            max_tools_per_client=max_tools,
+        ) as manager,
+        ToolService(broker.url, [add], topics=topics),
+    ):
+        await manager.wait_for_tool("add", timeout=10)
+        lags: list[float] = []
+        done = asyncio.Event()
 
-            async def ticker() -> None:
-                while not done.is_set():
-                    before = time.perf_counter()
-                    await asyncio.sleep(0.001)
-                    lags.append(time.perf_counter() - before - 0.001)
+        async def ticker() -> None:
+            while not done.is_set():
+                before = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lags.append(time.perf_counter() - before - 0.001)
 
-            outcomes: dict[str, int] = {}
+        outcomes: dict[str, int] = {}
 
-            async def calls() -> None:
-                n = 0
-                while not done.is_set():
-                    result = await manager.execute_tool("add", {"a": n}, timeout=30)
-                    key = "success" if result.ok else str(getattr(result, "error_code", "?"))
-                    outcomes[key] = outcomes.get(key, 0) + 1
-                    n += 1
+        async def calls() -> None:
+            n = 0
+            while not done.is_set():
+                result = await manager.execute_tool("add", {"a": n}, timeout=30)
+                key = "success" if result.ok else str(getattr(result, "error_code", "?"))
+                outcomes[key] = outcomes.get(key, 0) + 1
+                n += 1
 
-            ticking = asyncio.create_task(ticker())
-            calling = asyncio.create_task(calls())
-            started = time.perf_counter()
-            async with aiomqtt.Client("127.0.0.1", broker.port) as forger:
-                await forger.subscribe(topics.status, qos=1)
-                for n in range(registrations):
-                    await forger.publish(topics.register, forged(n), qos=0)
-                # Registrations are handled in order: the answer to this one (admitted or
-                # refused) means the flood has been handled.
-                marker = RegisterToolMessage(
-                    source="marker", tool_name="marker", tool_manual="", tool_api="{}", protocol=1
-                )
-                await forger.publish(topics.register, encode(marker), qos=1)
-                async for message in forger.messages:
-                    if json.loads(message.payload).get("target") == "marker":
-                        break
-            elapsed = time.perf_counter() - started
-            done.set()
-            await asyncio.gather(ticking, calling)
-            forged_tools = sum(1 for n in manager.get_tool_names() if n.startswith("forged-"))
-    finally:
-        broker.stop()
+        ticking = asyncio.create_task(ticker())
+        calling = asyncio.create_task(calls())
+        started = time.perf_counter()
+        async with aiomqtt.Client("127.0.0.1", broker.port) as forger:
+            await forger.subscribe(topics.status, qos=1)
+            for n in range(registrations):
+                await forger.publish(topics.register, forged(n), qos=0)
+            # Registrations are handled in order: the answer to this one (admitted or
+            # refused) means the flood has been handled.
+            marker = RegisterToolMessage(
+                source="marker", tool_name="marker", tool_manual="", tool_api="{}", protocol=1
+            )
+            await forger.publish(topics.register, encode(marker), qos=1)
+            async for message in forger.messages:
+                if json.loads(message.payload).get("target") == "marker":
+                    break
+        elapsed = time.perf_counter() - started
+        done.set()
+        await asyncio.gather(ticking, calling)
+        forged_tools = sum(1 for n in manager.get_tool_names() if n.startswith("forged-"))
     lags.sort()
     return {
         "registrations": registrations,
@@ -123,9 +115,23 @@ async def run(registrations: int, max_tools: int) -> dict[str, Any]:
     }
 
 
+def measure(args: argparse.Namespace) -> int:
+    binary = cli.require_mosquitto(args.mosquitto)
+    with Mosquitto(binary) as broker:
+        result = cli.run_async(
+            run(broker, args.registrations, args.max_tools or args.registrations + 10)
+        )
+    print(json.dumps(result, indent=2))
+    return 0 if set(result["real_calls"]) == {"success"} else 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.registration_flood")
-    parser.add_argument("--registrations", type=int, default=20_000)
+    parser = cli.parser(
+        "python -m benchmarks.registration_flood",
+        "A flood of forged registrations against a manager.",
+        __doc__,
+    )
+    parser.add_argument("--registrations", type=cli.positive_int, default=20_000)
     parser.add_argument(
         "--max-tools",
         type=int,
@@ -133,10 +139,8 @@ def main(argv: list[str] | None = None) -> int:
         help="the manager's bound (default: room for every forged tool, the worst case "
         "for schema compilation)",
     )
-    args = parser.parse_args(argv)
-    result = asyncio.run(run(args.registrations, args.max_tools or args.registrations + 10))
-    print(json.dumps(result, indent=2))
-    return 0 if set(result["real_calls"]) == {"success"} else 1
+    cli.add_mosquitto_argument(parser)
+    return cli.exit_status(lambda: measure(cli.parse(parser, argv)))
 
 
 if __name__ == "__main__":

@@ -17,59 +17,17 @@ report), 1 when it could not complete, 2 for bad input (no mosquitto, port in us
 """
 
 import argparse
-import asyncio
-import json
 import os
-import platform
-import re
-import signal
-import sys
-import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any
 
-from benchmarks._broker import (
-    BrokerError,
-    Mosquitto,
-    find_mosquitto,
-    free_port,
-    mosquitto_version,
-    port_in_use,
-)
-from benchmarks._procs import Children
-
-_HERE = Path(__file__).resolve().parent
-# In a source checkout the results go next to this file; from an installed package (no
-# pyproject.toml above us) into ./benchmark-results rather than into site-packages.
-RESULTS_DIR = (
-    _HERE / "results" if (_HERE.parent / "pyproject.toml").is_file() else Path("benchmark-results")
-)
-
-
-def add_results_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--results-dir`` and ``--update-results``: where a benchmark writes its report."""
-    parser.add_argument(
-        "--results-dir", type=Path, default=None, help="output folder (default: a new scratch one)"
-    )
-    parser.add_argument(
-        "--update-results",
-        action="store_true",
-        help=f"write the committed results in {RESULTS_DIR} instead",
-    )
-
-
-def results_dir(args: argparse.Namespace) -> Path:
-    """The folder a run writes to: the committed results only when asked to update them."""
-    if args.results_dir is not None:
-        return Path(args.results_dir)
-    if args.update_results:
-        return RESULTS_DIR
-    return Path(tempfile.mkdtemp(prefix="argentic-tools-results-"))
-
+from benchmarks.harness import cli
+from benchmarks.harness.broker import Mosquitto, port_in_use
+from benchmarks.harness.machine import machine_info
+from benchmarks.harness.procs import Children
+from benchmarks.harness.results import add_results_arguments, results_dir, write_report
 
 ALL_SCENARIOS = "abcdef"
 
@@ -77,46 +35,36 @@ FULL = {"sequential": 500, "calls": 5000, "inflight": 10_000, "many": 1000}
 QUICK = {"sequential": 100, "calls": 1000, "inflight": 2000, "many": 200}
 
 
-class UsageError(Exception):
-    """Bad input: reported as one line, exit status 2."""
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.run",
-        description="Benchmark argentic-tools against a raw aiomqtt floor and argentic 0.16.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    parser = cli.parser(
+        "python -m benchmarks.run",
+        "Benchmark argentic-tools against a raw aiomqtt floor and argentic 0.16.",
+        __doc__,
     )
     parser.add_argument("--quick", action="store_true", help="small counts (about a minute)")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions (default 3)")
+    parser.add_argument("--reps", type=cli.positive_int, default=3, help="repetitions (default 3)")
     parser.add_argument(
         "--scenarios", default="a,b,c,d,e,f", help="comma-separated subset of a,b,c,d,e,f"
     )
     parser.add_argument("--port", type=int, help="broker port (default: a free one)")
-    parser.add_argument("--mosquitto", help="path of the mosquitto binary")
+    cli.add_mosquitto_argument(parser)
     parser.add_argument("--no-argentic", action="store_true", help="leave argentic out")
-    parser.add_argument("--sequential", type=int, help="calls in (a) and (f) (500; quick 100)")
-    parser.add_argument("--calls", type=int, help="calls in (b) and (c) (5000; quick 1000)")
-    parser.add_argument("--batch", type=int, default=100, help="batch size in (b), (c)")
-    parser.add_argument("--tools", type=int, default=10, help="tools in (c)")
-    parser.add_argument("--inflight", type=int, help="calls at once in (d) (10000; quick 2000)")
+    size = cli.positive_int
+    parser.add_argument("--sequential", type=size, help="calls in (a) and (f) (500; quick 100)")
+    parser.add_argument("--calls", type=size, help="calls in (b) and (c) (5000; quick 1000)")
+    parser.add_argument("--batch", type=size, default=100, help="batch size in (b), (c)")
+    parser.add_argument("--tools", type=size, default=10, help="tools in (c)")
+    parser.add_argument("--inflight", type=size, help="calls at once in (d) (10000; quick 2000)")
     parser.add_argument("--inflight-seconds", type=float, default=1.0, help="wait() in (d)")
-    parser.add_argument("--many", type=int, help="tools in (e) (1000; quick 200)")
-    parser.add_argument("--call-timeout", type=float, default=10.0, help="seconds per call")
+    parser.add_argument("--many", type=size, help="tools in (e) (1000; quick 200)")
+    parser.add_argument(
+        "--call-timeout", type=cli.positive_float, default=10.0, help="seconds per call"
+    )
     parser.add_argument(
         "--storm-limit", type=float, default=60.0, help="seconds (e) waits for all tools"
     )
     add_results_arguments(parser)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["--"]:  # `argentic-tools bench -- --quick` passes the separator on
-        argv = argv[1:]
-    args = parser.parse_args(argv)
-    args.results_dir = results_dir(args)
+    args = cli.parse(parser, argv)
     scenarios = [s.strip().lower() for s in args.scenarios.split(",") if s.strip()]
     unknown = [s for s in scenarios if s not in ALL_SCENARIOS or len(s) != 1]
     if unknown or not scenarios:
@@ -126,37 +74,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for key, value in sizes.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    for key in ("reps", "sequential", "calls", "batch", "tools", "inflight", "many"):
-        if getattr(args, key) < 1:
-            parser.error(f"--{key.replace('_', '-')} must be at least 1")
     if args.port is not None and not 0 < args.port < 65536:
         parser.error("--port must be 1-65535")
     return args
-
-
-def _version(package: str) -> str:
-    try:
-        return version(package)
-    except PackageNotFoundError:
-        return "not installed"
-
-
-def machine_info(binary: str, argentic: str | None) -> dict[str, Any]:
-    return {
-        "cpu_count": os.cpu_count(),
-        "load_before": list(os.getloadavg()),
-        "load_after": [],
-        "platform": platform.platform(),
-        "versions": {
-            "python": platform.python_version(),
-            "mosquitto": mosquitto_version(binary),
-            "aiomqtt": _version("aiomqtt"),
-            "paho-mqtt": _version("paho-mqtt"),
-            "pydantic": _version("pydantic"),
-            "argentic": argentic or "not installed",
-            "argentic-tools": _version("argentic-tools"),
-        },
-    }
 
 
 async def run_all(
@@ -181,7 +101,6 @@ async def run_all(
     wanted = set(args.scenario_list)
     compared = bool(wanted & set("abc"))
     tool_names = ["echo", *(f"echo{i}" for i in range(args.tools))]
-    echo_tools = ["--echo-tools", str(args.tools)]
 
     impls: list[Impl] = []
     if compared:
@@ -192,9 +111,10 @@ async def run_all(
         ctx.ours = ours
         if compared:
             impls.append(ours)
-    basetool = Ours("ours-basetool", broker.url, f"{run_id}-basetool", args.call_timeout)
     if compared:
-        impls.append(basetool)
+        impls.append(
+            Ours("ours-basetool", broker.url, f"{run_id}-basetool", args.call_timeout, "basetool")
+        )
     if compared and argentic:
         impls.append(Argentic(broker.port, f"{run_id}-argentic", args.call_timeout))
     opened: list[Impl] = []
@@ -203,49 +123,10 @@ async def run_all(
         for impl in [*impls, *([ours] if ours is not None and ours not in impls else [])]:
             await impl.open()
             opened.append(impl)
-        started: dict[str, Any] = {}
-        for impl in opened:
-            if impl.name == "floor":
-                started[impl.name] = children.python(
-                    "floor-responder",
-                    "benchmarks.floor_responder",
-                    "--port",
-                    str(broker.port),
-                    "--prefix",
-                    f"{run_id}-floor",
-                )
-            elif impl.name == "ours":
-                started[impl.name] = children.python(
-                    "ours-tool",
-                    "benchmarks.ours_tool",
-                    "--broker",
-                    broker.url,
-                    "--topic-prefix",
-                    f"{run_id}-ours",
-                    *echo_tools,
-                )
-            elif impl.name == "ours-basetool":
-                started[impl.name] = children.python(
-                    "ours-basetool-tool",
-                    "benchmarks.ours_tool",
-                    "--kind",
-                    "basetool",
-                    "--broker",
-                    broker.url,
-                    "--topic-prefix",
-                    f"{run_id}-basetool",
-                    *echo_tools,
-                )
-            elif impl.name == "argentic":
-                started[impl.name] = children.python(
-                    "argentic-tool",
-                    "benchmarks.argentic_tool",
-                    "--port",
-                    str(broker.port),
-                    "--prefix",
-                    f"{run_id}-argentic",
-                    *echo_tools,
-                )
+        callees = {
+            impl.name: children.python(f"{impl.name}-tool", *impl.callee(args.tools))
+            for impl in opened
+        }
         for impl in opened:
             needed = tool_names if impl in impls else ["echo"]
             if impl is ours:
@@ -253,12 +134,11 @@ async def run_all(
             try:
                 await impl.ready(needed, timeout=30)
             except TimeoutError:
-                child = started[impl.name]
                 raise RuntimeError(
                     f"{impl.name}: its tools did not answer within 30 s; its log:\n"
-                    f"{child.log_tail()}"
+                    f"{callees[impl.name].log_tail()}"
                 ) from None
-            log(f"ready: {impl.name}")
+            cli.log(f"ready: {impl.name}")
 
         results: list[dict[str, Any]] = []
 
@@ -269,9 +149,9 @@ async def run_all(
                 result = sc.failed_record(
                     scenario, name, rep, calls, f"{type(exc).__name__}: {exc}"
                 )
-                log(f"[rep {rep}] ({scenario}) {name}: ABORTED: {result['error']}")
+                cli.log(f"[rep {rep}] ({scenario}) {name}: ABORTED: {result['error']}")
             else:
-                log(f"[rep {rep}] ({scenario}) {name}: {summary(result)}")
+                cli.log(f"[rep {rep}] ({scenario}) {name}: {summary(result)}")
             results.append(result)
 
         for rep in range(1, args.reps + 1):
@@ -320,7 +200,7 @@ async def run_all(
             try:
                 await impl.close()
             except Exception as exc:
-                log(f"closing {impl.name}: {exc}")
+                cli.log(f"closing {impl.name}: {exc}")
 
 
 def summary(result: dict[str, Any]) -> str:
@@ -342,84 +222,14 @@ def summary(result: dict[str, Any]) -> str:
     return text + lost
 
 
-_NUMBER = r"-?(?:\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|NaN|Infinity)"
-# A list of numbers as indented json.dumps lays it out; a string never holds a raw newline.
-_NUMBER_LIST = re.compile(rf"\[\n\s*({_NUMBER}(?:,\n\s*{_NUMBER})*)\n\s*\]")
-
-
-def to_json(data: dict[str, Any]) -> str:
-    """Indented JSON with each list of numbers on one line (the raw latencies run to 1000s)."""
-    text = json.dumps(data, indent=2, default=str)
-    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(re.split(r",\s*", m[1])) + "]", text)
-
-
-def write_outputs(
-    directory: Path, markdown: str, data: dict[str, Any], chart: str | None = None
-) -> None:
-    """``latest.md``, ``latest.json`` and the latency chart; a chart from an older run goes."""
-    from benchmarks._report import CDF_FILE
-
-    directory.mkdir(parents=True, exist_ok=True)
-    (directory / "latest.md").write_text(markdown)
-    (directory / "latest.json").write_text(to_json(data) + "\n")
-    if chart is None:
-        (directory / CDF_FILE).unlink(missing_ok=True)
-    else:
-        (directory / CDF_FILE).write_text(chart, encoding="utf-8")
-
-
-class InterruptedRunError(Exception):
-    """SIGTERM arrived while the event loop ran; the run was cancelled and cleaned up."""
-
-
-def _terminate(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt  # outside the event loop: unwinds like Ctrl-C
-
-
-async def run_cancellable(
-    args: argparse.Namespace, broker: Mosquitto, children: Children, argentic: str | None
-) -> list[dict[str, Any]]:
-    """``run_all`` with SIGTERM turned into a cancellation (asyncio.run does so for SIGINT)."""
-    loop = asyncio.get_running_loop()
-    task = asyncio.current_task()
-    assert task is not None
-    received: list[int] = []
-
-    def on_sigterm() -> None:
-        received.append(signal.SIGTERM)
-        task.cancel()
-
-    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-    try:
-        return await run_all(args, broker, children, argentic)
-    except asyncio.CancelledError:
-        if received:
-            raise InterruptedRunError from None
-        raise
-    finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    binary = find_mosquitto(args.mosquitto)
-    try:
-        if binary is None:
-            where = args.mosquitto or ", ".join(
-                ("mosquitto on PATH", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
-            )
-            raise UsageError(
-                f"mosquitto not found (looked for {where}); install it (`apt-get install "
-                "mosquitto`, `brew install mosquitto`) or pass --mosquitto PATH"
-            )
-        if args.port is not None and port_in_use(args.port):
-            raise UsageError(
-                f"port {args.port} on 127.0.0.1 is already in use; pass another --port or "
-                "leave it out to use a free one"
-            )
-    except UsageError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+def measure(args: argparse.Namespace) -> int:
+    """The whole run: broker, callees, scenarios, report; the exit status."""
+    binary = cli.require_mosquitto(args.mosquitto)
+    if args.port is not None and port_in_use(args.port):
+        raise cli.UsageError(
+            f"port {args.port} on 127.0.0.1 is already in use; pass another --port or "
+            "leave it out to use a free one"
+        )
     from benchmarks._impls import argentic_version
 
     argentic = None if args.no_argentic else argentic_version()
@@ -428,35 +238,16 @@ def main(argv: list[str] | None = None) -> int:
         note = "left out (--no-argentic): its rows and ratios are absent"
     elif argentic is None:
         note = "not importable in this environment: its rows and ratios are absent"
-        log("note: argentic is not installed; comparing with the floor only")
-    machine = machine_info(binary, argentic)
-    broker = Mosquitto(binary, args.port or free_port())
-    children = Children()
-    previous = signal.signal(signal.SIGTERM, _terminate)
+        cli.log("note: argentic is not installed; comparing with the floor only")
+    machine = machine_info(binary, argentic or "not installed")
     started = time.monotonic()
     started_at = datetime.now(UTC).isoformat(timespec="seconds")
-    try:
-        broker.start()
-        log(
+    with Mosquitto(binary, args.port) as broker, Children() as children:
+        cli.log(
             f"mosquitto {machine['versions']['mosquitto']} on {broker.url}; "
             f"{machine['cpu_count']} cores, load {machine['load_before'][0]:.2f}"
         )
-        results = asyncio.run(run_cancellable(args, broker, children, argentic))
-    except (KeyboardInterrupt, InterruptedRunError):
-        log("interrupted: stopping every process the benchmark started")
-        return 130
-    except BrokerError as exc:
-        print(f"error: {exc}\n{broker.log_tail()}", file=sys.stderr)
-        return 1
-    except Exception as exc:
-        print(
-            f"error: the benchmark could not complete: {type(exc).__name__}: {exc}", file=sys.stderr
-        )
-        return 1
-    finally:
-        children.cleanup()
-        broker.stop()
-        signal.signal(signal.SIGTERM, previous)
+        results = cli.run_async(run_all(args, broker, children, argentic))
     machine["load_after"] = list(os.getloadavg())
     from benchmarks._report import CDF_FILE, build_markdown, latency_chart
 
@@ -479,18 +270,26 @@ def main(argv: list[str] | None = None) -> int:
             "broker": f"mosquitto {machine['versions']['mosquitto']} on 127.0.0.1",
             "argentic_note": note,
         },
-        "results": [],
+        "results": results,
         "targets": [],
     }
-    data["results"] = results
-    markdown, targets = build_markdown(data)
-    data["targets"] = targets
+    markdown, data["targets"] = build_markdown(data)
     print(markdown)
+    directory = results_dir(args)
+    write_report(directory / "latest.md", markdown, data)
+    # The chart of (a), or none: a chart from an older run in the same folder goes.
     chart = latency_chart(data)
-    write_outputs(args.results_dir, markdown, data, chart)
+    if chart is None:
+        (directory / CDF_FILE).unlink(missing_ok=True)
+    else:
+        (directory / CDF_FILE).write_text(chart, encoding="utf-8")
     also = f", {CDF_FILE}" if chart is not None else ""
-    log(f"written: {args.results_dir / 'latest.md'}, latest.json{also}")
+    cli.log(f"written: {directory / 'latest.md'}, latest.json{also}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return cli.exit_status(lambda: measure(parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -25,12 +25,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
 
 from argentic_tools import FunctionTool, Messager, ToolManager, ToolService, tool
+from benchmarks.harness.measure import cpu_ticks
 
 LOG_LEVEL = "WARNING"
 POLL_SECONDS = 0.01
@@ -40,17 +40,6 @@ POLL_SECONDS = 0.01
 def emit(event: str, **fields: Any) -> None:
     """One JSON line on stdout for the runner."""
     print(json.dumps({"event": event, **fields}), flush=True)
-
-
-def cpu_ticks(pid: int) -> int | None:
-    """utime + stime of ``pid`` in clock ticks, from ``/proc/<pid>/stat`` (None when gone)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its ")".
-    fields = text[text.rindex(")") + 2 :].split()
-    return int(fields[11]) + int(fields[12])  # fields 14 and 15 of the whole line
 
 
 async def until_signalled() -> None:

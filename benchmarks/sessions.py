@@ -21,8 +21,9 @@ import sys
 import uuid
 
 from argentic_tools import IncomingMessage, Messager, ToolManager, Topics
-from benchmarks._broker import Mosquitto, find_mosquitto, free_port
-from benchmarks._procs import Child, Children
+from benchmarks.harness import cli
+from benchmarks.harness.broker import Mosquitto
+from benchmarks.harness.procs import Children
 
 COUNTERS = (
     "$SYS/broker/clients/connected",
@@ -34,14 +35,7 @@ WAIT = 30.0
 
 
 def manager_for(messager: Messager, topics: Topics) -> ToolManager:
-    return ToolManager(
-        messager,
-        log_level="WARNING",
-        register_topic=topics.register,
-        tool_call_topic_base=topics.call_base,
-        tool_response_topic_base=topics.response_base,
-        status_topic=topics.status,
-    )
+    return ToolManager(messager, log_level="WARNING", topics=topics)
 
 
 async def manager_role(url: str, prefix: str, calls: int) -> None:
@@ -89,80 +83,42 @@ class Sys:
                     return {topic.split("/", 3)[-1]: v for topic, v in self.values.items()}
 
 
-async def wait_for_line(child: Child, text: str) -> None:
-    async with asyncio.timeout(WAIT):
-        while text not in child.log_path.read_text(errors="replace"):
-            if not child.alive():
-                raise RuntimeError(f"{child.name} exited:\n{child.log_tail()}")
-            await asyncio.sleep(0.05)
-
-
-async def run(args: argparse.Namespace) -> None:
-    binary = find_mosquitto()
-    if binary is None:
-        raise SystemExit("mosquitto is not installed")
-    broker = Mosquitto(binary, free_port(), extra_config="sys_interval 1\n")
-    broker.start()
-    children = Children()
+async def run(args: argparse.Namespace, broker: Mosquitto, children: Children) -> None:
     prefix = f"sessions{uuid.uuid4().hex[:8]}"
     topics = Topics.with_prefix(prefix)
     counters = Sys()
-    try:
-        async with Messager(broker.url, will_topic=None, log_level="WARNING") as observer:
-            for topic in (*COUNTERS, "$SYS/broker/uptime"):
-                await observer.subscribe(topic, counters.on_message)
-            start = await counters.settled(connected=1)
-            for k in range(args.crashes + args.exits):
-                crash = k < args.crashes
-                tool = children.python(
-                    f"tool{k}",
-                    "benchmarks.ours_tool",
-                    "--broker",
-                    broker.url,
-                    "--topic-prefix",
-                    prefix,
-                    "--log-level",
-                    "WARNING",
-                )
-                manager = children.python(
-                    f"manager{k}",
-                    "benchmarks.sessions",
-                    "--role",
-                    "manager",
-                    "--broker",
-                    broker.url,
-                    "--topic-prefix",
-                    prefix,
-                )
-                await wait_for_line(manager, "ready")
-                for child in (manager, tool):
-                    if crash:
-                        assert child.process is not None
-                        child.process.kill()
-                    children.stop(child)
-            after_exits = await counters.settled(connected=1)
+    connection = ("--broker", broker.url, "--topic-prefix", prefix)
+    async with Messager(broker.url, will_topic=None, log_level="WARNING") as observer:
+        for topic in (*COUNTERS, "$SYS/broker/uptime"):
+            await observer.subscribe(topic, counters.on_message)
+        start = await counters.settled(connected=1)
+        for k in range(args.crashes + args.exits):
+            crash = k < args.crashes
             tool = children.python(
-                "live-tool",
-                "benchmarks.ours_tool",
-                "--broker",
-                broker.url,
-                "--topic-prefix",
-                prefix,
-                "--log-level",
-                "WARNING",
+                f"tool{k}", "benchmarks.ours_tool", *connection, "--log-level", "WARNING"
             )
-            async with (
-                Messager(broker.url, will_topic=topics.register, log_level="WARNING") as m,
-                manager_for(m, topics) as live,
-            ):
-                await live.wait_for_tool("echo", timeout=WAIT)
-                for n in range(args.calls):
-                    await live.execute_tool("echo", {"message": str(n)})
-                after_calls = await counters.settled(connected=3)
-            children.stop(tool)
-    finally:
-        children.cleanup()
-        broker.stop()
+            manager = children.python(
+                f"manager{k}", "benchmarks.sessions", "--role", "manager", *connection
+            )
+            await manager.wait_for_output("ready", WAIT)
+            for child in (manager, tool):
+                if crash:
+                    assert child.process is not None
+                    child.process.kill()
+                children.stop(child)
+        after_exits = await counters.settled(connected=1)
+        tool = children.python(
+            "live-tool", "benchmarks.ours_tool", *connection, "--log-level", "WARNING"
+        )
+        async with (
+            Messager(broker.url, will_topic=topics.register, log_level="WARNING") as m,
+            manager_for(m, topics) as live,
+        ):
+            await live.wait_for_tool("echo", timeout=WAIT)
+            for n in range(args.calls):
+                await live.execute_tool("echo", {"message": str(n)})
+            after_calls = await counters.settled(connected=3)
+        children.stop(tool)
     print(
         f"mosquitto {broker.port}: {args.crashes} manager+tool pairs SIGKILLed, "
         f"{args.exits} stopped with SIGTERM, then {args.calls} calls"
@@ -173,20 +129,28 @@ async def run(args: argparse.Namespace) -> None:
         print(f"| {name} | {start[name]} | {after_exits[name]} | {after_calls[name]} |")
 
 
-def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="benchmarks.sessions", description=__doc__)
+def measure(args: argparse.Namespace) -> int:
+    binary = cli.require_mosquitto(args.mosquitto)
+    with Mosquitto(binary, extra_config="sys_interval 1\n") as broker, Children() as children:
+        cli.run_async(run(args, broker, children))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli.parser("python -m benchmarks.sessions", __doc__.splitlines()[0], __doc__)
     parser.add_argument("--crashes", type=int, default=4, help="pairs SIGKILLed (4)")
     parser.add_argument("--exits", type=int, default=2, help="pairs stopped cleanly (2)")
     parser.add_argument("--calls", type=int, default=1000, help="live calls afterwards (1000)")
+    cli.add_mosquitto_argument(parser)
     parser.add_argument("--role", choices=("runner", "manager"), default="runner")
     parser.add_argument("--broker", help="(--role manager) broker URL")
     parser.add_argument("--topic-prefix", help="(--role manager) topic prefix")
-    args = parser.parse_args(argv)
+    args = cli.parse(parser, argv)
     if args.role == "manager":
         asyncio.run(manager_role(args.broker, args.topic_prefix, 10))
-    else:
-        asyncio.run(run(args))
+        return 0
+    return cli.exit_status(lambda: measure(args))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -163,7 +163,7 @@ def test_latency_cdf_draws_one_line_per_implementation_inside_the_plot() -> None
 
 
 def test_results_json_keeps_number_lists_on_one_line_and_loads_back_unchanged() -> None:
-    from benchmarks.run import to_json
+    from benchmarks.harness.results import to_json
 
     data = {
         "latencies_ms": [0.25, 1.5, 3, -2e-05],
@@ -215,7 +215,7 @@ def test_benchmarks_write_to_a_scratch_folder_unless_asked_to_update_the_results
 ) -> None:
     import argparse
 
-    from benchmarks.run import RESULTS_DIR, add_results_arguments, results_dir
+    from benchmarks.harness.results import RESULTS_DIR, add_results_arguments, results_dir
 
     parser = argparse.ArgumentParser()
     add_results_arguments(parser)

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 MOSQUITTO_CANDIDATES = ("mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
@@ -73,28 +74,52 @@ def wait_for_port(
             time.sleep(0.02)
 
 
-CONFIG = """\
+Config = Callable[[int, Path], str]
+"""The text of a ``mosquitto.conf`` for a port and the broker's own temporary directory."""
+
+TUNED = """\
 listener {port} 127.0.0.1
 allow_anonymous true
 set_tcp_nodelay true
 max_inflight_messages 0
 max_queued_messages 1000000
 persistence false
-log_dest file {log}
+log_dest stdout
 log_type error
 log_type warning
 {user}"""
 
 
-class Mosquitto:
-    """One mosquitto process on 127.0.0.1:``port`` with a benchmark-friendly config."""
+def tuned_config(port: int, workdir: Path) -> str:
+    """The benchmarks' broker: Nagle off, no per-client limits, errors and warnings logged."""
+    # As root, mosquitto would drop to user "mosquitto" (or "nobody"): keep it as the run is.
+    return TUNED.format(port=port, user="user root\n" if os.geteuid() == 0 else "")
 
-    def __init__(self, binary: str, port: int, extra_config: str = "") -> None:
+
+class Mosquitto:
+    """One mosquitto process on 127.0.0.1:``port`` (a free one by default).
+
+    Its configuration is ``config(port, workdir)`` followed by ``extra_config``; it runs
+    in ``workdir``, a temporary directory of its own, and its output (``log_dest
+    stdout``) goes to ``mosquitto.log`` there, which :meth:`log` reads, also once it stopped.
+    As a context manager it is started on entry and stopped on exit.
+    """
+
+    def __init__(
+        self,
+        binary: str,
+        port: int | None = None,
+        extra_config: str = "",
+        *,
+        config: Config = tuned_config,
+    ) -> None:
         self.binary = binary
-        self.port = port
-        self.extra_config = extra_config
+        self.port = port or free_port()
+        self._tmp = tempfile.TemporaryDirectory(prefix="argentic-tools-bench-")
+        self.workdir = Path(self._tmp.name)
+        self.config = config(self.port, self.workdir) + extra_config
         self.process: subprocess.Popen[bytes] | None = None
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._log = ""
 
     @property
     def url(self) -> str:
@@ -104,39 +129,46 @@ class Mosquitto:
     def pid(self) -> int | None:
         return self.process.pid if self.process is not None else None
 
+    def __enter__(self) -> "Mosquitto":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def start(self) -> None:
-        """Start mosquitto (again, after :meth:`kill`) and wait until it listens."""
-        if self._tmp is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="argentic-tools-bench-")
-        workdir = Path(self._tmp.name)
-        config = workdir / "mosquitto.conf"
-        # As root, mosquitto would switch to user "mosquitto" and lose its log file.
-        user = "user root\n" if os.geteuid() == 0 else ""
-        config.write_text(
-            CONFIG.format(port=self.port, log=workdir / "mosquitto.log", user=user)
-            + self.extra_config
-        )
-        self.process = subprocess.Popen(
-            [self.binary, "-c", str(config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            cwd=workdir,
-            start_new_session=True,  # Ctrl-C reaches the runner only; it stops us
-        )
+        """Start mosquitto (again, after :meth:`kill`) and wait until it listens.
+
+        BrokerError, with the end of its log, when it exits or does not listen in 10 s.
+        """
+        path = self.workdir / "mosquitto.conf"
+        path.write_text(self.config)
+        with (self.workdir / "mosquitto.log").open("ab") as log:
+            self.process = subprocess.Popen(
+                [self.binary, "-c", str(path)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
+                start_new_session=True,  # Ctrl-C reaches the runner only; it stops us
+            )
         try:
             wait_for_port(self.port, self.process, timeout=10)
+        except BrokerError as exc:
+            self.stop()
+            raise BrokerError(f"{exc}\n{self.log_tail()}") from None
         except BaseException:
             self.stop()
             raise
 
-    def log_tail(self, lines: int = 20) -> str:
-        if self._tmp is None:
-            return ""
-        path = Path(self._tmp.name) / "mosquitto.log"
+    def log(self) -> str:
+        """Everything mosquitto wrote so far (kept once it has stopped)."""
         try:
-            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+            return (self.workdir / "mosquitto.log").read_text(errors="replace")
         except OSError:
-            return ""
+            return self._log
+
+    def log_tail(self, lines: int = 20) -> str:
+        return "\n".join(self.log().splitlines()[-lines:])
 
     def kill(self) -> None:
         """SIGKILL, as a crash would end it: clients lose their connection without a word."""
@@ -146,7 +178,7 @@ class Mosquitto:
             process.wait(timeout=5)
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL after 5 s; removes the temporary directory."""
+        """SIGTERM, then SIGKILL after 5 s; keeps the log, removes the temporary directory."""
         process, self.process = self.process, None
         if process is not None and process.poll() is None:
             process.send_signal(signal.SIGTERM)
@@ -155,6 +187,5 @@ class Mosquitto:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
-        if self._tmp is not None:
-            self._tmp.cleanup()
-            self._tmp = None
+        self._log = self.log()
+        self._tmp.cleanup()
