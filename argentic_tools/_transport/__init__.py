@@ -5,13 +5,11 @@ reconnect hooks) and :class:`BrokerURL`; every reach into the MQTT libraries'
 private attributes lives in :mod:`._internals`.
 """
 
-from .ack_window import MAX_UNACKED
 from .messager import Messager
 from .routing import Handler, IncomingMessage, ReconnectHook, topic_matches
 from .url import BrokerURL, build_tls_context, make_client_id, parse_brokers
 
 __all__ = [
-    "MAX_UNACKED",
     "BrokerURL",
     "Handler",
     "IncomingMessage",

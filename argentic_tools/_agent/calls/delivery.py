@@ -22,16 +22,17 @@ from ..._logging import InstanceLogger
 from ..._protocol.encoding import encode_fields
 from ..._protocol.messages import CallContext, TaskMessage, ToolCancelMessage
 from ..._protocol.topics import Topics
-from ..._transport import MAX_UNACKED, Messager
+from ..._transport import Messager
 from ..fleet.registry import ToolRegistry
 from ..publishing import publish_quietly
 from .pending import Pending, ToolGoneError, UnsendableTaskError
 
-SENDING = MAX_UNACKED
-"""Tasks of one manager being published at once (until their PUBACK): the connection's
-own window of unacknowledged publishes. More wait their turn here, holding only their
-place in the queue: waiting inside the publish, each held the task's bytes and two
-more coroutine frames, ~0.6 KB per call with thousands queued."""
+SENDING: int | None = None
+"""Tasks of one manager being published at once (until their PUBACK); None: as many as
+the connection's own window of unacknowledged publishes (``Messager.max_unacked``). More
+wait their turn here, holding only their place in the queue: waiting inside the publish,
+each held the task's bytes and two more coroutine frames, ~0.6 KB per call with
+thousands queued."""
 
 _CONTEXT = TypeAdapter(CallContext)
 
@@ -65,7 +66,7 @@ class Delivery:
         self._logger = logger
         self._tasks = tasks
         self._reply_topic = reply_topic
-        self._sending = asyncio.Semaphore(SENDING)
+        self._sending = asyncio.Semaphore(SENDING or messager.max_unacked)
 
     async def send(self, call: Pending) -> int:
         """Publish the task of ``call`` on a connection its tool is known to be subscribed on.
