@@ -8,7 +8,7 @@
   in an ``async def`` tool and in a sync tool (worker thread);
 - a progress flood: 10,000 reports in a tight loop, and 10,000 reports about 1 ms
   apart: the TOOL_PROGRESS messages on the wire (counted by a subscriber on the
-  tool's response topic) and the reports the caller's callback saw;
+  manager's reply topic) and the reports the caller's callback saw;
 - the round trip of a call that reports once, with and without ``on_progress``
   (p50 of 300 sequential calls each);
 - the time from ``task.cancel()`` in the caller to the tool noticing: an async tool's
@@ -155,7 +155,13 @@ async def measure(url: str, topics: Topics) -> dict[str, Any]:
                 seen.append(p)
 
             async with aiomqtt.Client("127.0.0.1", port) as spy:
-                await spy.subscribe(topics.response(tool_id), qos=1)
+                # The manager's own reply topic: tools answer there, not on the shared one.
+                answers = (
+                    topics.response(tool_id)
+                    if manager.inbox is None
+                    else topics.reply(tool_id, manager.inbox)
+                )
+                await spy.subscribe(answers, qos=1)
                 started = time.perf_counter()
                 result = await manager.execute_tool(tool_name, arguments, on_progress=record)
                 seconds = time.perf_counter() - started
