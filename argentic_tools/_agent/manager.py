@@ -52,7 +52,7 @@ from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.options import CallOptions, call_field, context_with
 from .calls.pending import CallSpec
-from .calls.progress import BatchProgressCallback, ProgressCallback, for_call
+from .calls.progress import BatchProgressCallback, ProgressCallback
 from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
 from .calls.streams import ToolStream
 from .fleet.exports import ExportFormat, export
@@ -447,10 +447,8 @@ class ToolManager(AsyncResource):
 
         """
         results = await self._batch(
-            [
-                (request.tool_id, request.arguments, CallOptions.of_request(request))
-                for request in tool_call_requests
-            ]
+            (request.tool_id, request.arguments, CallOptions.of_request(request))
+            for request in tool_call_requests
         )
         return results, any(not r.ok for r in results)
 
@@ -476,44 +474,44 @@ class ToolManager(AsyncResource):
         ``idle_timeout`` and ``max_duration`` apply to each call as in
         :meth:`execute_tool`.
         """
-        context = CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id)
-        batch = []
-        for call in calls:
-            call_id = call_field(call, "call_id", "callId")
-            options = CallOptions(
-                timeout=timeout,
-                call_id=call_id,
-                context=context,
-                on_progress=for_call(on_progress, call_id),
-                idle_timeout=idle_timeout,
-                max_duration=max_duration,
+        shared = CallOptions(
+            timeout=timeout,
+            context=CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id),
+            idle_timeout=idle_timeout,
+            max_duration=max_duration,
+        )
+        return await self._batch(
+            (
+                call_field(call, "tool_name", "toolName"),
+                call_field(call, "arguments", "arguments"),
+                shared.for_batch_call(call_field(call, "call_id", "callId"), on_progress),
             )
-            batch.append(
-                (
-                    call_field(call, "tool_name", "toolName"),
-                    call_field(call, "arguments", "arguments"),
-                    options,
-                )
-            )
-        return await self._batch(batch)
+            for call in calls
+        )
 
-    async def _batch(self, batch: list[tuple[str, Any, CallOptions]]) -> list[ToolResult]:
-        """Run calls concurrently, each as :meth:`execute_tool` would; results in order."""
-        # Every call's settings are read before any starts: a bad idle_timeout raises
-        # before anything is sent.
+    async def _batch(self, batch: Iterable[tuple[str, Any, CallOptions]]) -> list[ToolResult]:
+        """Run calls concurrently, each as :meth:`execute_tool` would; results in order.
+
+        Every call's settings are read before any starts: a bad ``idle_timeout`` raises
+        before anything is sent. ``batch`` is consumed once, so the options of thousands
+        of calls are not kept while they run (their specs hold what is needed).
+        """
+        if type(self).execute_tool is not ToolManager.execute_tool:
+            # A subclass's own execute_tool sees every call, batched ones too.
+            calls = list(batch)
+            for name, arguments, options in calls:
+                options.spec(name, arguments, self.default_timeout)
+            overridden = (
+                self.execute_tool(name, arguments, **options.keywords())
+                for name, arguments, options in calls
+            )
+            return list(await asyncio.gather(*overridden))
         specs = [
             options.spec(name, arguments, self.default_timeout)
             for name, arguments, options in batch
         ]
-        if type(self).execute_tool is not ToolManager.execute_tool:
-            # A subclass's own execute_tool sees every call, batched ones too.
-            overridden = (
-                self.execute_tool(name, arguments, **options.keywords())
-                for name, arguments, options in batch
-            )
-            return list(await asyncio.gather(*overridden))
-        # Otherwise each call runs as the runner's own coroutine, without an execute_tool
-        # frame around it (~0.35 KB a call): thousands at once are the case this serves.
+        # Each call runs as the runner's own coroutine, without an execute_tool frame
+        # around it (~0.35 KB a call): thousands at once are the case this serves.
         return list(await asyncio.gather(*(self._call(spec) for spec in specs)))
 
     # -- the fleet's changes, applied to the calls in flight --------------------

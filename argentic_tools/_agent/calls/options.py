@@ -12,13 +12,14 @@ carries it as ``timeout_seconds`` and as an absolute ``deadline`` (see
 ``docs/protocol.md``).
 """
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..._protocol.messages import CallContext, ToolCallRequest
 from .pending import CallSpec
-from .progress import ChunkSink, ProgressCallback, long_call
+from .progress import BatchProgressCallback, ChunkSink, ProgressCallback, for_call, long_call
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,6 +52,14 @@ class CallOptions:
             on_progress=request.on_progress,
             idle_timeout=request.idle_timeout,
             max_duration=request.max_duration,
+        )
+
+    def for_batch_call(
+        self, call_id: str | None, on_progress: BatchProgressCallback | None
+    ) -> "CallOptions":
+        """These options for one call of an ``execute_tools`` batch, with its id."""
+        return dataclasses.replace(
+            self, call_id=call_id, on_progress=for_call(on_progress, call_id)
         )
 
     def keywords(self) -> dict[str, Any]:
