@@ -175,7 +175,7 @@ class ToolManager(AsyncResource):
         )
         self._membership = Membership(
             self._registry,
-            self._apply,
+            self._apply_change,
             messager,
             self.topics,
             self.logger,
@@ -494,17 +494,22 @@ class ToolManager(AsyncResource):
 
         Every call's settings are read before any starts: a bad ``idle_timeout`` raises
         before anything is sent. ``batch`` is consumed once, so the options of thousands
-        of calls are not kept while they run (their specs hold what is needed).
+        of calls are not kept while they run (their specs, or with an overridden
+        ``execute_tool`` its coroutines, hold what is needed).
         """
         if type(self).execute_tool is not ToolManager.execute_tool:
-            # A subclass's own execute_tool sees every call, batched ones too.
+            # A subclass's own execute_tool sees every call, batched ones too, with the
+            # label and timeout by position as before (an override may rename them).
             calls = list(batch)
             for name, arguments, options in calls:
                 options.spec(name, arguments, self.default_timeout)
-            overridden = (
-                self.execute_tool(name, arguments, **options.keywords())
+            overridden = [
+                self.execute_tool(
+                    name, arguments, options.task_id_override, options.timeout, **options.keywords()
+                )
                 for name, arguments, options in calls
-            )
+            ]
+            del calls  # the coroutines hold what they need
             return list(await asyncio.gather(*overridden))
         specs = [
             options.spec(name, arguments, self.default_timeout)
@@ -516,7 +521,7 @@ class ToolManager(AsyncResource):
 
     # -- the fleet's changes, applied to the calls in flight --------------------
 
-    def _apply(self, change: Change) -> None:
+    def _apply_change(self, change: Change) -> None:
         """Do what a change in the fleet means for the calls in flight (Membership decides)."""
         calls = self._calls
         if isinstance(change, Admitted):

@@ -28,7 +28,7 @@ from argentic_tools._agent.calls import delivery
 from argentic_tools._agent.fleet import settling
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_for, messager_for
-from tests.support.observers import Rendezvous
+from tests.support.observers import Rendezvous, spy_on_calls
 from tests.support.processes import ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
@@ -447,6 +447,71 @@ async def test_execute_tool_takes_thread_trace_and_user_ids_as_execute_tools_doe
     manager.policy = policy
     refused = await manager.execute_tool("whoami", {}, thread_id="t-2")
     assert isinstance(refused, TaskErrorMessage) and refused.error_code == "not_enabled"
+
+
+class RenamingManager(ToolManager):
+    """An override that names the label and timeout its own way, passing them on by position."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.labels: list[str | None] = []
+
+    async def execute_tool(  # type: ignore[override]  # renamed on purpose: the test's point
+        self,
+        name: str,
+        args: dict[str, Any],
+        label: str | None = None,
+        wait: float | None = None,
+        **options: Any,
+    ) -> ToolResult:
+        self.labels.append(label)
+        return await super().execute_tool(name, args, label, wait, **options)
+
+
+async def test_a_subclass_may_name_the_label_and_timeout_its_own_way(
+    mosquitto: Mosquitto, tool_process: ToolProcess, topics: Topics
+) -> None:
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        RenamingManager(messager, topics=topics) as manager,
+    ):
+        await ready(manager)
+        results, any_failed = await manager.get_tool_results(
+            [ToolCallRequest(tool_id="echo", arguments={"message": "a"}, timeout=9)]
+        )
+        parsed = [{"call_id": "b", "tool_name": "echo", "arguments": {"message": "b"}}]
+        results += await manager.execute_tools(parsed, timeout=8)
+    assert [r.result for r in results] == ["a", "b"] and not any_failed
+    assert manager.labels == [None, None]
+
+
+@pytest.mark.parametrize("manager_class", [ToolManager, AuditedManager])
+async def test_a_batch_with_a_bad_idle_timeout_raises_before_any_call_is_sent(
+    mosquitto: Mosquitto,
+    tool_process: ToolProcess,
+    topics: Topics,
+    manager_class: type[ToolManager],
+) -> None:
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_class(messager, topics=topics) as manager,
+    ):
+        await ready(manager)
+        echo_id = manager.tools_by_name["echo"]["id"]
+        async with spy_on_calls(mosquitto.url, topics, echo_id) as spy:
+            good = ToolCallRequest(tool_id="echo", arguments={"message": "a"}, call_id="good")
+            bad = ToolCallRequest(tool_id="echo", arguments={"message": "b"}, idle_timeout=0)
+            with pytest.raises(ValueError, match="idle_timeout must be a positive number"):
+                await manager.get_tool_results([good, bad])
+            parsed = [{"call_id": "c", "tool_name": "echo", "arguments": {"message": "c"}}]
+            with pytest.raises(ValueError, match="max_duration must be a positive number"):
+                await manager.execute_tools(parsed, max_duration=-1)
+            after = await manager.execute_tool("echo", {"message": "d"}, call_id="after")
+            assert after.ok
+            # The first task on the call topic is the one made after both refusals.
+            assert await spy.wait_for_calls(1) == ["after"]
+    if isinstance(manager, AuditedManager):
+        assert [call_id for _, call_id, _ in manager.audited] == ["after"]
 
 
 async def test_context_and_call_id_reach_the_tool(

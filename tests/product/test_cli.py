@@ -224,7 +224,10 @@ async def test_call_by_the_name_the_exports_gave_with_typed_pairs(
 async def test_call_debug_shows_the_tools_own_traceback(mosquitto: Mosquitto, prefix: str) -> None:
     # A tool process run with --debug sends the traceback of an unexpected exception.
     serve = (
-        "serve", "tests.support.tool_proc:crash", "--debug", *connection(mosquitto.url, prefix)
+        "serve",
+        "tests.support.tool_proc:crash",
+        "--debug",
+        *connection(mosquitto.url, prefix),
     )
     async with cli_process(*serve):
         call = ("call", "crash", "--wait", "5", *connection(mosquitto.url, prefix))

@@ -21,7 +21,6 @@ from tests.support.cli import (
 pytestmark = pytest.mark.anyio
 
 
-
 async def test_demo_against_a_running_broker_exits_0_and_shows_tool_offline(
     mosquitto: Mosquitto, prefix: str
 ) -> None:

@@ -66,7 +66,7 @@ class Delivery:
         self._logger = logger
         self._tasks = tasks
         self._reply_topic = reply_topic
-        self._sending = asyncio.Semaphore(SENDING or messager.max_unacked)
+        self._sending = asyncio.Semaphore(messager.max_unacked if SENDING is None else SENDING)
 
     async def send(self, call: Pending) -> int:
         """Publish the task of ``call`` on a connection its tool is known to be subscribed on.

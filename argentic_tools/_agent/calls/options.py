@@ -12,19 +12,20 @@ carries it as ``timeout_seconds`` and as an absolute ``deadline`` (see
 ``docs/protocol.md``).
 """
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..._protocol.messages import CallContext, ToolCallRequest
 from .pending import CallSpec
 from .progress import BatchProgressCallback, ChunkSink, ProgressCallback, for_call, long_call
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CallOptions:
-    """How one call is made, as its caller asked: the parameters of ``execute_tool``."""
+class CallOptions(NamedTuple):
+    """How one call is made, as its caller asked: the parameters of ``execute_tool``.
+
+    Immutable, and a named tuple rather than a frozen dataclass: one is built for every
+    call, and a tuple is built in less than half the time. Pass the fields by name.
+    """
 
     task_id_override: str | None = None
     """The caller's label for the call, returned as the result's ``task_id`` (never sent)."""
@@ -58,13 +59,21 @@ class CallOptions:
         self, call_id: str | None, on_progress: BatchProgressCallback | None
     ) -> "CallOptions":
         """These options for one call of an ``execute_tools`` batch, with its id."""
-        return dataclasses.replace(
-            self, call_id=call_id, on_progress=for_call(on_progress, call_id)
-        )
+        return self._replace(call_id=call_id, on_progress=for_call(on_progress, call_id))
 
     def keywords(self) -> dict[str, Any]:
-        """The options as ``execute_tool``'s keyword arguments (the same names)."""
-        return {name: getattr(self, name) for name in self.__slots__}
+        """The options after the label and timeout, as ``execute_tool``'s keyword arguments.
+
+        ``execute_tool`` takes ``task_id_override`` and ``timeout`` by position (a
+        subclass may name them otherwise): pass those two by position.
+        """
+        return {
+            "call_id": self.call_id,
+            "context": self.context,
+            "on_progress": self.on_progress,
+            "idle_timeout": self.idle_timeout,
+            "max_duration": self.max_duration,
+        }
 
     def spec(
         self,
@@ -107,6 +116,8 @@ def context_with(
     user_id: str | None,
 ) -> CallContext | None:
     """``context`` with the ids given beside it (those win); None when there is nothing."""
+    if thread_id is None and trace_id is None and user_id is None:
+        return context  # the usual case, on every call: nothing to build
     ids = {
         key: value
         for key, value in (("thread_id", thread_id), ("trace_id", trace_id), ("user_id", user_id))

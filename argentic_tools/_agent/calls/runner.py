@@ -168,7 +168,10 @@ class CallRunner:
     async def _after_settling(
         self, spec: CallSpec, not_found: TaskErrorMessage, policy: ToolPolicy
     ) -> "Pending | TaskErrorMessage":
-        """Wait (within the call's deadline) for its tool to come back after a reconnection."""
+        """Wait (within the call's deadline) for its tool to register.
+
+        After the manager started or reconnected, live tools are registering (again).
+        """
         loop = asyncio.get_running_loop()
         patience = spec.timeout
         if patience is None:

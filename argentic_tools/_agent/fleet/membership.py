@@ -109,7 +109,7 @@ class Membership:
 
     Args:
         registry: The manager's registry.
-        decided: Applies each :data:`Change` to the calls in flight (the manager's).
+        on_change: Applies each :data:`Change` to the calls in flight (the manager's).
         messager: The manager's connection.
         topics: The manager's topics.
         logger: The manager's logger.
@@ -123,7 +123,7 @@ class Membership:
     def __init__(
         self,
         registry: ToolRegistry,
-        decided: Callable[[Change], None],
+        on_change: Callable[[Change], None],
         messager: Messager,
         topics: Topics,
         logger: InstanceLogger,
@@ -135,7 +135,7 @@ class Membership:
         self.registry = registry
         self.liveness = liveness
         self.inbox = inbox
-        self._decided = decided
+        self._on_change = on_change
         self.messager = messager
         self.topics = topics
         self.logger = logger
@@ -279,7 +279,7 @@ class Membership:
             if entry.info.owner == owner:
                 self._remove(entry, "offline")
         # Calls to tools that already unregistered but were still finishing.
-        self._decided(ProcessGone(source, owner))
+        self._on_change(ProcessGone(source, owner))
 
     def _handle_register(self, reg: RegisterToolMessage, owner: str | None) -> None:
         previous = self.registry.get(reg.tool_id) if reg.tool_id is not None else None
@@ -312,16 +312,16 @@ class Membership:
         info = entry.info
         if is_new:
             self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
-            self._decided(Admitted(entry, "none"))
+            self._on_change(Admitted(entry, "none"))
         elif (
             previous is not None
             and previous.connection is not None
             and entry.connection is not None
             and entry.connection > previous.connection
         ):
-            self._decided(Admitted(entry, "all"))
+            self._on_change(Admitted(entry, "all"))
         else:
-            self._decided(Admitted(entry, "lost"))
+            self._on_change(Admitted(entry, "lost"))
         if reg.confirmed:
             return  # a manager confirmed it before: nothing to tell it
         confirmation = ToolRegisteredMessage(
@@ -344,7 +344,7 @@ class Membership:
             return
         # An unregistering tool finishes its in-flight calls (graceful shutdown); a dead
         # one never will.
-        self._decided(Removed(entry, offline=reason == "offline"))
+        self._on_change(Removed(entry, offline=reason == "offline"))
         self._announce_removal(entry.info, reason)
 
     def _announce_removal(self, info: ToolInfo, reason: str) -> None:

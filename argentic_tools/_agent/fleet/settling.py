@@ -63,7 +63,8 @@ class Settling:
     async def wait_for(self, name: str) -> None:
         """Wait for the connection, then until ``name`` is registered or the registry settled.
 
-        Bound it with the call's own deadline: a name that never comes waits until then.
+        Waiting for the connection has no bound of its own: bound it with the call's
+        deadline.
         """
         await self._messager.wait_connected()
         loop = asyncio.get_running_loop()

@@ -60,3 +60,18 @@ async def test_a_larger_limit_wakes_waiters_and_no_limit_wakes_all() -> None:
     with anyio.fail_after(5):
         await asyncio.gather(*waiters)
     assert window.in_use == 4
+
+
+async def test_a_waiter_cancelled_just_as_its_slot_was_handed_over_passes_it_on() -> None:
+    window = Window(1)
+    await window.acquire()
+    waiter = asyncio.create_task(window.acquire())
+    await asyncio.sleep(0)
+    window.release()  # handed over to the waiter: still in use
+    assert window.in_use == 1
+    waiter.cancel()  # before the waiter ran again
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert window.in_use == 0  # the slot was given back, not lost
+    with anyio.fail_after(5):
+        await window.acquire()

@@ -33,19 +33,26 @@ async def test_a_non_positive_idle_timeout_or_max_duration_is_refused(
         options.spec("crawl", {}, 30)
 
 
-def test_options_are_execute_tools_keywords() -> None:
-    options = CallOptions(timeout=1, call_id="x")
-    keywords = options.keywords()
-    assert keywords["timeout"] == 1 and keywords["call_id"] == "x"
-    assert set(keywords) == {
-        "task_id_override",
-        "timeout",
-        "call_id",
-        "context",
-        "on_progress",
-        "idle_timeout",
-        "max_duration",
+def test_options_after_the_label_and_timeout_are_execute_tools_keywords() -> None:
+    options = CallOptions(task_id_override="l", timeout=1, call_id="x", idle_timeout=2)
+    assert options.keywords() == {
+        "call_id": "x",
+        "context": None,
+        "on_progress": None,
+        "idle_timeout": 2,
+        "max_duration": None,
     }
+
+
+def test_a_batch_call_gets_its_id_and_its_own_progress_callback() -> None:
+    seen: list[tuple[str | None, float]] = []
+    shared = CallOptions(timeout=3, context=CallContext(thread_id="t"))
+    one = shared.for_batch_call("c1", lambda call_id, p, t, m: seen.append((call_id, p)))
+    assert (one.call_id, one.timeout, one.context) == ("c1", 3, shared.context)
+    assert one.on_progress is not None
+    one.on_progress(0.5, 1.0, None)
+    assert seen == [("c1", 0.5)]
+    assert shared.for_batch_call("c2", None).on_progress is None
 
 
 def test_a_request_of_a_batch_becomes_options() -> None:
