@@ -13,7 +13,7 @@ import logging
 import socket
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import aiomqtt
 
@@ -63,6 +63,24 @@ def suback_refused(codes: Any) -> bool:
     return any(getattr(code, "value", code) >= 0x80 for code in codes)
 
 
+class ConnectionSettings(Protocol):
+    """What a :class:`BrokerRotation` reads at every connection attempt (a Messager has it).
+
+    ``connect_timeout`` also bounds subscribing again on a new connection;
+    ``fresh_session_on_failover``: with a kept session, start a fresh one on another broker
+    than the one it was last on, or on one that refused a subscription
+    :data:`REFUSALS_FOR_FRESH_SESSION` times in a row.
+    """
+
+    keepalive: int
+    tls_params: dict[str, Any] | None
+    tls_context: ssl.SSLContext | None
+    attempt_timeout: float
+    connect_timeout: float
+    persistent_session: bool
+    fresh_session_on_failover: bool
+
+
 class BrokerRotation:
     """Which broker a connection uses next, and opening a connection there.
 
@@ -73,15 +91,9 @@ class BrokerRotation:
     Args:
         brokers: Every broker, in the order they are tried; the first is tried first.
         client_id: The MQTT client id of every connection.
-        keepalive: MQTT keepalive in seconds.
-        tls_context: TLS settings for brokers that use TLS.
-        tls_on_every_broker: Use TLS on every broker, whatever its URL says.
-        attempt_timeout: Seconds one connection attempt to one broker may take.
-        subscribe_timeout: Seconds subscribing again on a new connection may take.
-        persistent_session: Keep the MQTT session on the broker while disconnected.
-        fresh_session_on_failover: With a kept session: start a fresh one on another
-            broker than the one it was last on, or on one that refused a subscription
-            :data:`REFUSALS_FOR_FRESH_SESSION` times in a row.
+        settings: The connection's settings, read at every attempt (a
+            :class:`ConnectionSettings`: the Messager's public attributes, which its
+            user may change between connections).
         subscriptions: The filters to subscribe to on every new connection.
         on_message: paho's ``on_message`` callback: every message, on the event loop.
         on_puback: Called with each acknowledged message id; False when not ours.
@@ -94,13 +106,7 @@ class BrokerRotation:
         brokers: list[BrokerURL],
         *,
         client_id: str,
-        keepalive: int,
-        tls_context: ssl.SSLContext | None,
-        tls_on_every_broker: bool,
-        attempt_timeout: float,
-        subscribe_timeout: float,
-        persistent_session: bool,
-        fresh_session_on_failover: bool,
+        settings: "ConnectionSettings",
         subscriptions: Subscriptions,
         on_message: Callable[[Any, Any, Any], None],
         on_puback: Callable[[int], bool],
@@ -109,13 +115,7 @@ class BrokerRotation:
         self.brokers = brokers
         """Every broker, in the order they are tried."""
         self._client_id = client_id
-        self._keepalive = keepalive
-        self._tls_context = tls_context
-        self._tls_on_every_broker = tls_on_every_broker
-        self._attempt_timeout = attempt_timeout
-        self._subscribe_timeout = subscribe_timeout
-        self._persistent_session = persistent_session
-        self._fresh_session_on_failover = fresh_session_on_failover
+        self._settings = settings
         self._subscriptions = subscriptions
         self._on_message = on_message
         self._on_puback = on_puback
@@ -131,7 +131,7 @@ class BrokerRotation:
 
     def uses_tls(self, broker: BrokerURL) -> bool:
         """True when connections to ``broker`` use TLS."""
-        return broker.tls or self._tls_on_every_broker
+        return broker.tls or bool(self._settings.tls_params)
 
     async def open(self, will_topic: str | None, *, after_loss: bool = False) -> aiomqtt.Client:
         """Connect to the first broker that accepts, starting with the current one.
@@ -178,7 +178,7 @@ class BrokerRotation:
         """
         client = self._new_client(broker or self.current, None, clean_session=True)
         try:
-            async with asyncio.timeout(min(self._attempt_timeout, 2.0)):
+            async with asyncio.timeout(min(self._settings.attempt_timeout, 2.0)):
                 await client.__aenter__()
                 await client.__aexit__(None, None, None)
         except Exception as exc:  # noqa: BLE001 - best effort: the broker's expiry remains
@@ -196,19 +196,19 @@ class BrokerRotation:
             identifier=self._client_id,
             username=broker.username,
             password=broker.password,
-            keepalive=self._keepalive,
+            keepalive=self._settings.keepalive,
             will=will,
             clean_session=clean_session,
-            tls_context=self._tls_context if self.uses_tls(broker) else None,
+            tls_context=self._settings.tls_context if self.uses_tls(broker) else None,
             socket_options=_NODELAY,
-            timeout=self._attempt_timeout,
+            timeout=self._settings.attempt_timeout,
             logger=_aiomqtt_logger,
             max_inflight_messages=0,  # unlimited, so paho skips its O(n) scan per PUBACK
         )
 
     async def _open_at(self, index: int, will_topic: str | None) -> aiomqtt.Client:
         broker = self.brokers[index]
-        if self._persistent_session and self._fresh_session_on_failover:
+        if self._settings.persistent_session and self._settings.fresh_session_on_failover:
             moved = self._session_at is not None and self._session_at != index
             if moved or self._refusals >= REFUSALS_FOR_FRESH_SESSION:
                 # The session may be pinned to a dead node's queues: start afresh here.
@@ -220,17 +220,17 @@ class BrokerRotation:
             will = aiomqtt.Will(
                 will_topic, encode(ClientOfflineMessage(source=self._client_id)), qos=1
             )
-        client = self._new_client(broker, will, clean_session=not self._persistent_session)
+        client = self._new_client(broker, will, clean_session=not self._settings.persistent_session)
         # Dispatch straight from paho's callback (it runs on the event loop): no queue,
         # no task and no wait per message, which is most of a round trip's cost.
         _internals.install_callbacks(client, self._on_message, self._on_puback)
         where = f"{broker.host}:{broker.port}"
         problem: str | None = None
         try:
-            async with asyncio.timeout(self._attempt_timeout):
+            async with asyncio.timeout(self._settings.attempt_timeout):
                 await client.__aenter__()
         except TimeoutError:
-            problem = f"no answer within {self._attempt_timeout:g} s"
+            problem = f"no answer within {self._settings.attempt_timeout:g} s"
         except aiomqtt.MqttError as exc:
             problem = describe_mqtt_error(exc)
         except (OSError, ssl.SSLError) as exc:
@@ -243,7 +243,7 @@ class BrokerRotation:
         filters = self._subscriptions.filters()
         failure: str | None = None
         try:
-            async with asyncio.timeout(self._subscribe_timeout):
+            async with asyncio.timeout(self._settings.connect_timeout):
                 for first in range(0, len(filters), SUBSCRIBE_BATCH):
                     batch = filters[first : first + SUBSCRIBE_BATCH]
                     codes = await client.subscribe([(topic, 1) for topic in batch])
@@ -268,6 +268,6 @@ class BrokerRotation:
             _internals.settle(client)
             raise BrokerUnavailableError(failure)
         self._refusals = 0
-        if self._persistent_session:
+        if self._settings.persistent_session:
             self._session_at = index
         return client

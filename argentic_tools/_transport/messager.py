@@ -153,18 +153,13 @@ class Messager(AsyncResource):
         self._tasks = TaskSet(self.logger, self.client_id)
         self._attachments: dict[object, Any] = {}
         self._window = AckWindow(MAX_UNACKED)
-        # Built with the settings it reads; the will topic, which a ToolService sets
-        # after construction, is passed to every open instead.
+        # It reads this Messager's public settings at every attempt (a user may change
+        # them between connections); the will topic, which a ToolService sets after
+        # construction, is passed to every open.
         self._rotation = BrokerRotation(
             self.brokers,
             client_id=self.client_id,
-            keepalive=keepalive,
-            tls_context=self.tls_context,
-            tls_on_every_broker=bool(tls_params),
-            attempt_timeout=self.attempt_timeout,
-            subscribe_timeout=connect_timeout,
-            persistent_session=self.persistent_session,
-            fresh_session_on_failover=fresh_session_on_failover,
+            settings=self,
             subscriptions=self._subscriptions,
             on_message=self._on_paho_message,
             on_puback=self._window.on_puback,

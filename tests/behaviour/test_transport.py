@@ -60,6 +60,20 @@ async def test_subscribing_to_a_string_that_is_not_a_filter_is_refused_and_chang
     assert [m.topic for m in received] == [f"{prefix}/ok"]
 
 
+async def test_settings_changed_after_construction_apply_to_the_next_connection() -> None:
+    with running_mosquitto() as broker:
+        messager = Messager(
+            broker.url, client_id="settings-check", will_topic=None, persistent_session=False
+        )
+        messager.keepalive = 7
+        messager.persistent_session = True
+        async with messager:
+            assert messager.is_connected()
+        # mosquitto logs each connection's clean-session flag and keepalive.
+        log = (broker.workdir / "mosquitto.log").read_text()
+    assert "as settings-check (p2, c0, k7)" in log, log[-500:]
+
+
 async def test_unreachable_broker_raises_a_clear_error() -> None:
     port = free_port()
     messager = Messager(f"mqtt://127.0.0.1:{port}", connect_timeout=3)
