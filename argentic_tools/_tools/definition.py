@@ -266,8 +266,6 @@ class FunctionTool(BaseTool):
             options,
             output_schema=output_schema(func, tool_name),
         )
-        self.options = options
-        """The options this tool was built with (a copy of it is built with them too)."""
         self.func = func
         self.context_param = context_param
         self.is_async = inspect.iscoroutinefunction(func)
@@ -417,7 +415,17 @@ def as_tool(obj: Any) -> BaseTool:
             ) from None
     built = getattr(obj, TOOL_ATTRIBUTE, None)
     if isinstance(built, FunctionTool):
-        return FunctionTool._with_options(built.func, built.name, built.manual, built.options)
+        # From the built tool's attributes as they are now (a user may have changed them).
+        return FunctionTool(
+            built.func,
+            name=built.name,
+            description=built.manual,
+            tags=built.tags,
+            examples=built.examples,
+            max_concurrency=built.max_concurrency,
+            tool_id=built.pinned_id,
+            annotations=built.annotations,
+        )
     if callable(obj):
         return FunctionTool._with_options(obj, None, None, ToolOptions())
     raise ToolDefinitionError(

@@ -87,6 +87,18 @@ def test_tags_examples_max_concurrency_and_tool_id_are_carried_on_the_built_tool
     assert fresh.output_schema == {"type": "integer"}
 
 
+def test_a_copy_of_a_tool_takes_its_settings_as_they_are_now() -> None:
+    @tool(max_concurrency=3)
+    def inc(a: int) -> int:
+        """Increment."""
+        return a + 1
+
+    built(inc).max_concurrency = 5
+    built(inc).tags = ["later"]
+    fresh = as_tool(inc)
+    assert (fresh.max_concurrency, fresh.tags) == (5, ["later"])
+
+
 def test_decorator_returns_the_original_function_still_callable() -> None:
     def add(a: int, b: int) -> int:
         """Add."""
