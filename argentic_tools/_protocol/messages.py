@@ -282,7 +282,7 @@ class ToolCallRequest(WireModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     """Arguments for the tool."""
     call_id: str | None = None
-    """The caller's id for this call; also used as the task id when given."""
+    """The caller's id for this call, returned on its result (the task gets a fresh id)."""
     timeout: float | None = None
     """Seconds to wait for this call; the manager's default when None."""
     context: CallContext | None = None
