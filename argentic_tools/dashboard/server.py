@@ -70,7 +70,8 @@ TICK_SECONDS = 1.0
 MAX_CALL_TIMEOUT = 3600.0
 """The longest timeout the call form accepts, in seconds."""
 MAX_BODY_BYTES = 1024 * 1024
-"""Largest request body accepted (a call's arguments)."""
+"""Largest request body accepted (a call's arguments), counted as it arrives: a longer
+one, whatever its headers say, is answered 413 and its connection closed."""
 SHUTDOWN_SECONDS = 5
 """How long a stopping server waits for requests in progress (calls of the form)."""
 HISTORY_LIMIT = 50
@@ -346,10 +347,17 @@ class Dashboard:
         return _json(record.detail())
 
     async def _call(self, request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:
-            return _json({"error": f"The body exceeds {MAX_BODY_BYTES} bytes."}, 413)
+        data = await _body_within(request, MAX_BODY_BYTES)
+        if data is None:
+            # Closing the connection stops the upload: kept open, the server would read
+            # and discard the rest of the body, however long the client goes on.
+            return _json(
+                {"error": f"The body exceeds {MAX_BODY_BYTES} bytes."},
+                413,
+                headers={"Connection": "close"},
+            )
         try:
-            body = json.loads(await request.body())
+            body = json.loads(data)
             tool, arguments, timeout, thread_id = self._call_fields(body)
         except (ValueError, TypeError) as exc:
             return _json({"error": str(exc)}, 400)
@@ -440,6 +448,24 @@ async def _run_until_exit(server: uvicorn.Server, listener: socket.socket) -> No
         await server.serve(sockets=[listener])
 
 
-def _json(data: Any, status: int = 200) -> Response:
+async def _body_within(request: Request, limit: int) -> bytes | None:
+    """The request's body, or None as soon as it is longer than ``limit`` bytes.
+
+    The limit holds on the bytes received, whatever ``Content-Length`` says (a chunked
+    body declares no length): reading stops at the first chunk past the limit, so
+    the rest of an oversized body is never read, let alone kept.
+    """
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None  # refused before a byte of it is read
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
-    return Response(text, status_code=status, media_type="application/json")
+    return Response(text, status_code=status, headers=headers, media_type="application/json")

@@ -36,6 +36,7 @@ from argentic_tools import (
     parse_message,
 )
 from argentic_tools.dashboard import Dashboard
+from argentic_tools.dashboard.server import MAX_BODY_BYTES
 from tests.support.brokers import Mosquitto, child_env, free_port
 from tests.support.browser import Browser, Page, find_chromium
 from tests.support.cli import (
@@ -585,6 +586,77 @@ async def test_without_a_token_only_loopback_names_and_same_origin_json_changes_
         assert status == 400 and problem in json.loads(answer)["error"]
     status, _, _ = await fetch(port, "/api/history")
     assert status == 404  # started without a history file
+
+
+CALL_HEAD = b'{"tool": "no_such_tool", "timeout": 1, "arguments": {"pad": "'
+CALL_TAIL = b'"}}'
+
+
+async def post_chunked(port: int, pad: int) -> tuple[int, bytes, bool]:
+    """POST a call to ``/api/call`` whose body, chunked, has ``pad`` bytes of padding.
+
+    Sends 64 KiB chunks and reads the answer at the same time. Returns its status, its
+    body, and whether the whole request had been sent when the answer began.
+    """
+    chunks = [CALL_HEAD, *[b"x" * 65536] * (pad // 65536), b"x" * (pad % 65536), CALL_TAIL]
+    chunks = [chunk for chunk in chunks if chunk]  # an empty chunk would end the body
+    answer = bytearray()
+    answered = anyio.Event()
+    sent_all_first = False
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+
+        async def upload() -> None:
+            nonlocal sent_all_first
+            await stream.send(
+                b"POST /api/call HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
+            # The server closes a refused upload: sending then fails, which ends it here.
+            with contextlib.suppress(anyio.BrokenResourceError):
+                for chunk in chunks:
+                    if answered.is_set():
+                        return
+                    await stream.send(b"%x\r\n%b\r\n" % (len(chunk), chunk))
+                await stream.send(b"0\r\n\r\n")
+                sent_all_first = not answered.is_set()
+
+        async def download() -> None:
+            with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError):
+                while True:
+                    answer.extend(await stream.receive())
+                    answered.set()
+                    head, found, body = answer.partition(b"\r\n\r\n")
+                    length = re.search(rb"(?i)content-length: (\d+)", head)
+                    if found and length and len(body) >= int(length.group(1)):
+                        return
+
+        with anyio.fail_after(TIMEOUT):
+            async with anyio.create_task_group() as group:
+                group.start_soon(upload)
+                group.start_soon(download)
+    head, _, body = bytes(answer).partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), body, sent_all_first
+
+
+async def test_a_chunked_call_body_past_the_limit_is_refused_while_it_is_still_coming(
+    dashboard: str,
+) -> None:
+    port = int(dashboard.rsplit(":", 1)[1].strip("/"))
+    fits = MAX_BODY_BYTES - len(CALL_HEAD) - len(CALL_TAIL)
+    status, body, sent_all_first = await post_chunked(port, fits)
+    assert status == 200 and json.loads(body)["error_code"] == "not_found"
+    assert sent_all_first
+    # No Content-Length to check: the limit holds on the bytes read. The answer comes
+    # once the limit is passed, long before the 64 MiB are sent, and the rest is never read.
+    status, body, sent_all_first = await post_chunked(port, 64 * MAX_BODY_BYTES)
+    assert status == 413
+    assert json.loads(body) == {"error": f"The body exceeds {MAX_BODY_BYTES} bytes."}
+    assert not sent_all_first
+    # One byte past the limit is enough.
+    status, _, _ = await post_chunked(port, fits + 1)
+    assert status == 413
+    status, _, _ = await fetch(port, "/api/state")
+    assert status == 200
 
 
 async def test_with_a_history_file_the_dashboard_lists_older_calls_with_filters(

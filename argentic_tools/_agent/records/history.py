@@ -62,6 +62,9 @@ TRIM_INTERVAL_SECONDS = 60.0
 EXIT_WRITE_SECONDS = 5.0
 """How long the interpreter's exit waits for a recorder nobody closed to write its queue."""
 
+FAILURE_REPORT_SECONDS = 600.0
+"""While writes keep failing, a line says so (with the count lost) at most this often."""
+
 
 @dataclasses.dataclass(slots=True)
 class _Marker:
@@ -83,6 +86,73 @@ def _set_done(future: "asyncio.Future[None]") -> None:
         future.set_result(None)
 
 
+class _Outage:
+    """The writer's failed writes since the last one that worked: said once, then counted.
+
+    The first failed batch is logged with its cause. Later ones are counted silently,
+    with one reminder at most every :data:`FAILURE_REPORT_SECONDS`: a file that cannot
+    be written fails every batch (several a second under load), and a line each would
+    bury the log. The first batch written again logs how many calls were lost, as does
+    a recorder closed before that. Only the writer thread uses it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.batches = 0
+        self.calls = 0
+        self.started = 0.0
+        self.reported = 0.0
+
+    @property
+    def ongoing(self) -> bool:
+        return self.batches > 0
+
+    def failed(self, calls: int, error: Exception) -> None:
+        now = time.monotonic()
+        self.batches += 1
+        self.calls += calls
+        if self.batches == 1:
+            self.started = self.reported = now
+            logger.error(
+                "%d calls could not be written to %s: %s; until writing works again, "
+                "further failures are counted, not logged one by one",
+                calls,
+                self.path,
+                error,
+            )
+        elif now - self.reported >= FAILURE_REPORT_SECONDS:
+            self.reported = now
+            logger.error(
+                "the call history at %s still cannot be written (%s): %s lost so far",
+                self.path,
+                error,
+                self._lost(now),
+            )
+
+    def succeeded(self) -> None:
+        if self.ongoing:
+            logger.warning(
+                "the call history at %s is written again; %s were lost",
+                self.path,
+                self._lost(time.monotonic()),
+            )
+            self.batches = self.calls = 0
+
+    def ended(self) -> None:
+        if self.ongoing:
+            logger.error(
+                "the call history at %s was closed before writing worked again; %s were lost",
+                self.path,
+                self._lost(time.monotonic()),
+            )
+            self.batches = self.calls = 0
+
+    def _lost(self, now: float) -> str:
+        calls = "call" if self.calls == 1 else "calls"
+        batches = "batch" if self.batches == 1 else "batches"
+        return f"{self.calls} {calls} in {self.batches} {batches} over {now - self.started:.0f} s"
+
+
 class SqliteRecorder(AsyncResource):
     """Keeps every call attempt in a SQLite file, written in batches by its own thread.
 
@@ -94,6 +164,12 @@ class SqliteRecorder(AsyncResource):
     time. Old rows are deleted every tenth of ``max_rows`` rows written, every
     minute, and when the recorder closes, never row by row; between trims the table
     may hold that tenth more.
+
+    A batch that cannot be written (a read-only file, a full disk) is dropped and
+    counted in :attr:`dropped`; calls go on as before. The first such failure is
+    logged; later ones are counted, with a reminder every
+    :data:`FAILURE_REPORT_SECONDS` at most, until a batch is written again, which logs
+    how many calls were lost.
 
     ``async with SqliteRecorder(path) as recorder`` opens the file (raising if it
     cannot) and closes it, after writing everything queued, on the way out; a
@@ -161,6 +237,7 @@ class SqliteRecorder(AsyncResource):
         self._warned = False
         self._failure: sqlite3.Error | OSError | None = None
         self._held: list[_Marker] = []  # the writer's own: markers taken, not resolved yet
+        self._outage = _Outage(self.path)  # the writer's own too
         # One encoder for every row: json.dumps with options would build one per call.
         self._encode = json.JSONEncoder(
             ensure_ascii=False, separators=(",", ":"), default=repr
@@ -275,6 +352,7 @@ class SqliteRecorder(AsyncResource):
             self._failure = exc
             logger.error("the call history at %s cannot be written: %s", self.path, exc)
         finally:
+            self._outage.ended()
             if connection is not None:
                 with contextlib.suppress(sqlite3.Error):
                     connection.close()
@@ -360,8 +438,10 @@ class SqliteRecorder(AsyncResource):
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 connection.execute("ROLLBACK")
-            logger.error("%d calls could not be written to %s: %s", len(rows), self.path, exc)
             self._count_dropped(len(rows))
+            self._outage.failed(len(rows), exc)
+        else:
+            self._outage.succeeded()
 
     def _trim(self, connection: sqlite3.Connection) -> None:
         if self.max_age_seconds is None and self.max_rows is None:
@@ -381,7 +461,8 @@ class SqliteRecorder(AsyncResource):
         except sqlite3.Error as exc:
             with contextlib.suppress(sqlite3.Error):
                 connection.execute("ROLLBACK")
-            logger.warning("old calls could not be deleted from %s: %s", self.path, exc)
+            if not self._outage.ongoing:  # else the file's failing writes are said already
+                logger.warning("old calls could not be deleted from %s: %s", self.path, exc)
 
     def _finish(self) -> None:
         """Refuse new observations and release everyone waiting on the writer."""

@@ -1,8 +1,10 @@
 """SqliteRecorder alone: retention, queries, the caps on what it stores, and the event loop
 it must never stall."""
 
+import contextlib
 import gc
 import json
+import logging
 import sqlite3
 import sys
 import time
@@ -15,6 +17,7 @@ import anyio.lowlevel
 import pytest
 
 from argentic_tools import SqliteRecorder
+from argentic_tools._agent.records import history
 from tests.support.observations import observation
 
 pytestmark = pytest.mark.anyio
@@ -22,6 +25,8 @@ pytestmark = pytest.mark.anyio
 
 TIMEOUT = 60
 """Bound on any one wait: generous, since CI machines are slow."""
+
+HISTORY_LOGGER = "argentic_tools.history"
 
 
 async def test_calls_older_than_max_age_are_deleted(tmp_path: Path) -> None:
@@ -183,3 +188,95 @@ async def test_observations_recorded_after_close_are_counted_as_dropped(tmp_path
 
     assert recorder.dropped == 1
     assert [row.task_id for row in recorder.query()] == ["task-1"]
+
+
+@contextlib.contextmanager
+def inserts_refused(path: Path) -> Iterator[None]:
+    """Every insert into the history at ``path`` fails while the block runs.
+
+    A file made read-only with chmod would not do: root writes it anyway, and a
+    connection opened before keeps writing it whoever runs. A trigger added by a second
+    connection makes the recorder's own transactions fail with an ``sqlite3.Error``
+    (the error a read-only or full file gives too), for any user, and dropping it
+    lets them succeed again.
+    """
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as other:
+        other.execute(
+            "CREATE TRIGGER refuse BEFORE INSERT ON calls "
+            "BEGIN SELECT RAISE(ABORT, 'inserts refused by the test'); END"
+        )
+        try:
+            yield
+        finally:
+            other.execute("DROP TRIGGER refuse")
+
+
+def history_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    lines = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == HISTORY_LOGGER]
+    caplog.clear()
+    return lines
+
+
+async def test_a_history_that_cannot_be_written_logs_the_first_failure_then_its_recovery(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "calls.db"
+    caplog.set_level(logging.INFO, logger=HISTORY_LOGGER)
+    # A batch waits for its flush (a minute at most), so each flush makes one batch.
+    async with SqliteRecorder(path, flush_interval=TIMEOUT) as recorder:
+        with inserts_refused(path):
+            for number in range(40):
+                recorder.record(observation(2 * number))
+                recorder.record(observation(2 * number + 1))
+                with anyio.fail_after(TIMEOUT):
+                    await recorder.flush()  # ends the batch: 40 batches fail
+
+            failing = history_lines(caplog)
+            assert recorder.dropped == 80
+            assert len(failing) == 1
+            level, message = failing[0]
+            assert level == logging.ERROR
+            assert message.startswith(f"2 calls could not be written to {path}: ")
+            assert "inserts refused by the test" in message
+
+        recorder.record(observation(100))
+        with anyio.fail_after(TIMEOUT):
+            await recorder.flush()
+        recovered = history_lines(caplog)
+        assert len(recovered) == 1
+        level, message = recovered[0]
+        assert level == logging.WARNING
+        assert f"the call history at {path} is written again; 80 calls in 40 batches" in message
+
+        # A new failure is news again.
+        with inserts_refused(path):
+            recorder.record(observation(101))
+            with anyio.fail_after(TIMEOUT):
+                await recorder.flush()
+        assert [level for level, _ in history_lines(caplog)] == [logging.ERROR]
+
+    assert [row.task_id for row in recorder.query()] == ["task-100"]
+    assert history_lines(caplog)[0][1].startswith(
+        f"the call history at {path} was closed before writing worked again; 1 call in 1 batch"
+    )
+
+
+async def test_a_history_that_stays_unwritable_is_recalled_with_the_count_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "calls.db"
+    monkeypatch.setattr(history, "FAILURE_REPORT_SECONDS", 0.0)  # a reminder each time
+    caplog.set_level(logging.INFO, logger=HISTORY_LOGGER)
+    async with SqliteRecorder(path, flush_interval=TIMEOUT) as recorder:
+        with inserts_refused(path):
+            for number in range(3):
+                recorder.record(observation(number))
+                with anyio.fail_after(TIMEOUT):
+                    await recorder.flush()
+            lines = history_lines(caplog)
+
+    assert [level for level, _ in lines] == [logging.ERROR] * 3
+    assert lines[2][1].startswith(
+        f"the call history at {path} still cannot be written (inserts refused by the test): "
+        "3 calls in 3 batches over "
+    )
