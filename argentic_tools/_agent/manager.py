@@ -657,7 +657,7 @@ class ToolManager(AsyncResource):
         except ProtocolError as exc:
             self._drops.drop(message.topic, str(exc))
             return
-        self._liveness.alive(tool_id)
+        self._liveness.alive(tool_id, result.source)
         if isinstance(result, ToolPongMessage):
             return
         if isinstance(result, ToolStatsMessage):

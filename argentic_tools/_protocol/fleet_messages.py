@@ -93,6 +93,15 @@ class ToolRegistrationErrorMessage(BaseMessage):
     """Proposed id from the refused registration, if any."""
     target: str | None = None
     """Client id of the process that asked."""
+    holder: str | None = None
+    """Client id of the process that holds the proposed id, when that is the reason
+    (extension). A process that believed it held the id learns it no longer does."""
+    retry_after: float | None = None
+    """Not refused yet (extension): the proposed id is held by another process serving
+    the same tool for the same broker user, a restart whose old process may be gone, and
+    the manager is asking the holder whether it still answers. Within this many seconds
+    it confirms the registration (the holder is retired) or refuses it for good; a
+    process that heard nothing by then registers again. None: the refusal is final."""
 
 
 class UnregisterToolMessage(BaseMessage):
@@ -112,7 +121,11 @@ class ToolUnregisteredMessage(BaseMessage):
     tool_name: str | None = None
     """Name of the removed tool."""
     reason: str | None = None
-    """Why: ``"unregistered"`` or ``"offline"``."""
+    """Why: ``"unregistered"``, ``"offline"`` or ``"replaced"``."""
+    target: str | None = None
+    """Client id of the process whose tool was removed, when it may still be running
+    (extension): a holder retired because another process took over its id after it
+    failed to answer a ping. That process must run no more tasks for the id."""
 
 
 class ClientOfflineMessage(BaseMessage):

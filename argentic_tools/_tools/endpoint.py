@@ -22,6 +22,7 @@ from .._protocol.fleet_messages import (
     ToolRegistrationErrorMessage,
     ToolSpec,
     ToolStatsEntry,
+    ToolUnregisteredMessage,
     UnregisterToolMessage,
 )
 from .._protocol.messages import (
@@ -75,6 +76,10 @@ class ToolEndpoint:
         self.debug = tool.debug or debug
         self.confirmed = asyncio.Event()
         self._refused: str | None = None
+        # Loop time until which a manager is checking whether the holder of this pinned
+        # id still answers (a restart's claim): start() waits that long for its verdict.
+        self._held_until = 0.0
+        self._answered = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._controls: dict[str, CallControl] = {}
         self._recent = TaskRecord()
@@ -84,7 +89,8 @@ class ToolEndpoint:
         # A pinned id may be another process's already: its tasks reach every subscriber
         # of the call topic, so this endpoint runs none until a manager has accepted it
         # as the id's holder. A generated id is nobody else's.
-        self._accepted = tool_id is None and tool.pinned_id is None
+        self._pinned = tool_id is not None or tool.pinned_id is not None
+        self._accepted = not self._pinned
         self._early: list[IncomingMessage] = []
         self._started = False
         self.counters = ToolCounters()
@@ -111,6 +117,10 @@ class ToolEndpoint:
         seconds in all. Without a confirmation by then the tool keeps serving:
         managers that start later announce themselves and it registers again.
 
+        A pinned id still held by this tool's previous process (a restart) is not a
+        refusal: the manager says it is checking whether the holder answers, and each
+        attempt waits for its verdict, up to :data:`MAX_HOLDER_WAIT` seconds.
+
         Raises:
             RegistrationError: A manager refused the registration.
 
@@ -121,9 +131,7 @@ class ToolEndpoint:
         self.messager.add_reconnect_hook(self.register_again)
         for _ in range(attempts):
             await self.register_again()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(confirm_timeout / attempts):
-                    await self.confirmed.wait()
+            await self._wait_for_answer(confirm_timeout / attempts)
             if self._refused is not None:
                 raise RegistrationError(f"tool {self.tool.name!r}: {self._refused}")
             if self.confirmed.is_set():
@@ -136,6 +144,19 @@ class ToolEndpoint:
             self.tool.name,
         )
         return self.tool_id
+
+    async def _wait_for_answer(self, wait: float) -> None:
+        """Wait ``wait`` seconds for a confirmation or a refusal (longer: see start())."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while not self.confirmed.is_set():
+            remaining = max(deadline, self._held_until) - loop.time()
+            if remaining <= 0:
+                return
+            self._answered.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await self._answered.wait()
 
     async def stop(self, *, grace_period: float = 10.0, announce: bool = True) -> None:
         """Unregister, let in-flight calls finish within ``grace_period``, then cancel the rest."""
@@ -256,6 +277,7 @@ class ToolEndpoint:
     async def handle_status(self, parsed: BaseMessage) -> None:
         """React to a status message about this tool's name (routed by StatusRouter)."""
         mine = getattr(parsed, "target", None) in (None, self.messager.client_id)
+        self._answered.set()
         if isinstance(parsed, ToolRegisteredMessage):
             if parsed.tool_id == self.tool_id and mine:
                 self.confirmed.set()
@@ -269,9 +291,39 @@ class ToolEndpoint:
             parsed.target == self.messager.client_id
             or (parsed.target is None and parsed.tool_id == self.tool_id)
         ):
-            self._refused = parsed.error
+            # The tasks that came so far were the holder's, whoever is admitted in the end.
             self._early.clear()
+            if parsed.retry_after is not None and parsed.target == self.messager.client_id:
+                wait = min(max(parsed.retry_after, 0.0), MAX_HOLDER_WAIT)
+                self._held_until = asyncio.get_running_loop().time() + wait + HOLDER_WAIT_SLACK
+                logger.info("tool %r: %s", self.tool.name, parsed.error)
+                return
+            self._refused = parsed.error
+            if parsed.holder not in (None, self.messager.client_id):
+                self._give_up(parsed.error)
             self.confirmed.set()
+
+    def retired(self, removal: ToolUnregisteredMessage) -> None:
+        """A manager retired this process as the holder of its pinned id (it did not answer).
+
+        Called on receipt, before any later task is read: from now on, the tasks on the
+        call topic are the new holder's.
+        """
+        if removal.target == self.messager.client_id and removal.tool_id == self.tool_id:
+            self._give_up(f"a manager retired it ({removal.reason}): another process holds it")
+
+    def _give_up(self, why: str) -> None:
+        """Run no more tasks for this pinned id: another process holds it now."""
+        if not self._accepted or not self._pinned:
+            return
+        self._accepted = False
+        self._refused = why  # and keeps no task for later either
+        logger.error(
+            "tool %r: no longer serving tool id %s: %s; restart this process to serve it again",
+            self.tool.name,
+            self.tool_id,
+            why,
+        )
 
     def _accept(self) -> None:
         """A manager accepted this endpoint as its id's holder: run what came meanwhile."""
@@ -388,6 +440,13 @@ class ToolEndpoint:
 
 EARLY_TASKS = 256
 """Tasks a tool with a pinned id keeps while no manager has accepted it as the holder."""
+
+MAX_HOLDER_WAIT = 10.0
+"""Longest a registration waits, per attempt, for a manager checking whether the holder
+of its pinned id still answers (the manager says how long; this bounds a wrong answer)."""
+
+HOLDER_WAIT_SLACK = 1.0
+"""Added to the manager's check time: its verdict still has to cross the broker."""
 
 
 def registration_topic(topics: Topics, messager: Messager, owner: str | None = None) -> str:

@@ -25,6 +25,7 @@ from .._protocol.fleet_messages import (
     ToolRegistrationErrorMessage,
     ToolStatsEntry,
     ToolStatsMessage,
+    ToolUnregisteredMessage,
 )
 from .._protocol.messages import BaseMessage
 from .._protocol.parsing import parse_message
@@ -53,6 +54,9 @@ class StatusRecipient(Protocol):
 
     async def handle_status(self, parsed: BaseMessage) -> None:
         """React to a confirmation or a refusal naming the tool."""
+
+    def retired(self, removal: ToolUnregisteredMessage) -> None:
+        """A manager removed the tool; act at once if it retired this process's pinned id."""
 
     def stats(self) -> ToolStatsEntry:
         """What the tool has served, for a stats request."""
@@ -119,6 +123,12 @@ class StatusRouter:
         elif isinstance(parsed, ToolRegisteredMessage | ToolRegistrationErrorMessage):
             for endpoint in self.by_name.get(parsed.tool_name, ()):
                 self.messager.spawn(endpoint.handle_status(parsed), f"status:{parsed.type}")
+        elif isinstance(parsed, ToolUnregisteredMessage) and parsed.target is not None:
+            # Synchronously, before the next message is read: a holder retired while it was
+            # frozen must not run the tasks already queued behind this message for its
+            # successor.
+            for endpoint in self.by_name.get(parsed.tool_name or "", ()):
+                endpoint.retired(parsed)
 
     async def _answer_stats(self, inbox: str) -> None:
         """Tell the asker what every tool on this connection has served."""

@@ -9,6 +9,9 @@ cleared by any sign of life: a result, a progress report, a registration, or the
 answer to the ``TOOL_PING`` this sends it every :data:`PROBE_SECONDS` (tools that
 declare no protocol version cannot answer one; they are given another chance after
 :data:`PARDON_SECONDS`).
+
+The same ping settles a claim on a pinned id: :meth:`Liveness.answers` asks the
+holder once and says whether its process answered in time.
 """
 
 import asyncio
@@ -63,6 +66,8 @@ class Liveness:
         self.logger = logger
         self._tasks = tasks
         self._suspects: dict[str, Entry] = {}
+        # Who answers() waits to hear from: (tool id, process client id) -> waiters.
+        self._asked: dict[tuple[str, str | None], set[asyncio.Future[None]]] = {}
         self._warned: set[str] = set()
         self._prober: asyncio.Task[None] | None = None
 
@@ -86,9 +91,47 @@ class Liveness:
         if self._prober is None or self._prober.done():
             self._prober = self._tasks.spawn(self._probe(), "liveness")
 
-    def alive(self, tool_id: str | None) -> None:
-        """Something came from ``tool_id``: it is reading and answering."""
-        if tool_id is None or not self._suspects:
+    def can_ping(self, entry: Entry) -> bool:
+        """Whether ``entry`` can be asked (it declares a protocol, and pongs can reach us)."""
+        return entry.protocol is not None and self.inbox is not None
+
+    async def answers(self, entry: Entry, within: float) -> bool:
+        """Ping ``entry`` and say whether its process answers within ``within`` seconds.
+
+        Any message from the process under the instance's id counts (a pong, a result, a
+        progress report); one from another process serving the same id does not.
+        """
+        key = (entry.info.id, entry.info.source)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._asked.setdefault(key, set()).add(waiter)
+        ping = ToolPingMessage(
+            source=self.messager.client_id,
+            tool_id=entry.info.id,
+            reply_to=None if self.inbox is None else self.topics.reply(entry.info.id, self.inbox),
+        )
+        try:
+            async with asyncio.timeout(within):
+                await self.messager.publish(self.topics.call(entry.info.id), encode(ping))
+                await waiter
+        except TimeoutError:
+            return False
+        finally:
+            waiters = self._asked.get(key)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._asked[key]
+        return True
+
+    def alive(self, tool_id: str | None, source: str | None = None) -> None:
+        """Something came from ``tool_id`` (sent by the process ``source``): it answers."""
+        if tool_id is None:
+            return
+        if self._asked:
+            for waiter in self._asked.get((tool_id, source), ()):
+                if not waiter.done():
+                    waiter.set_result(None)
+        if not self._suspects:
             return
         entry = self._suspects.pop(tool_id, None)
         if entry is not None and entry.suspect_since is not None:

@@ -12,6 +12,13 @@ Joining a fleet costs one message per tool: the manager's announcement names its
 inbox, tools answer it on ``{register topic}/{inbox}`` for this manager alone, and
 a registration that says it is already confirmed gets no confirmation back. The
 confirmations that are sent go to the registering process's own status topic.
+
+A pinned id held by another process of the same tool and broker user is a restart
+whose old process may be gone (SIGKILLed before its Last Will counted, or frozen and
+leaving none). The claim is not refused at once: the claimant hears that the holder is
+being checked (``retry_after``), the holder is pinged, and silent for
+:data:`HOLDER_PING_SECONDS` it is retired as if its Will had come (its calls end
+``tool_offline``) and the claimant admitted; if it answers, the claim is refused.
 """
 
 import asyncio
@@ -43,7 +50,7 @@ from ..._transport import IncomingMessage, Messager
 from ..publishing import publish_quietly
 from .info import Entry, ToolInfo
 from .liveness import Liveness
-from .registry import RegistrationRefusedError, ToolRegistry
+from .registry import HeldIdError, RegistrationRefusedError, ToolRegistry
 
 WILL_GRACE_SECONDS = 0.25
 """How long a Last Will waits before it counts: a broker that stops gracefully publishes
@@ -53,6 +60,12 @@ of our own connection within this time is the broker's shutdown, not a tool's de
 REFUSAL_REPLIES_PER_SECOND = 50
 """Refused registrations answered on the status topic per second; a flood of forged
 registrations must not turn into a flood of replies."""
+
+HOLDER_PING_SECONDS = 1.0
+"""How long the holder of a pinned id has to answer a ping when another process of the
+same tool and broker user claims the id; silent that long, it is retired and the claimant
+admitted. A live tool answers within milliseconds, even one busy with calls (pings are
+answered on receipt); a loop blocked longer than this loses its id to its restart."""
 
 MAX_BACKLOG = 10_000
 """Register-topic messages held while new schemas compile; more are dropped (a flood)."""
@@ -104,6 +117,15 @@ Change = Admitted | Removed | ProcessGone
 """What a register-topic message changed for the calls in flight."""
 
 
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """A registration for a pinned id another process holds, waiting on the holder's ping."""
+
+    holder: Entry
+    registration: RegisterToolMessage
+    owner: str | None
+
+
 class Membership:
     """The register-topic side of one manager.
 
@@ -148,12 +170,14 @@ class Membership:
         self._refusals_since = 0.0
         self._refusals = 0
         self._timers: set[asyncio.TimerHandle] = set()
+        self._claims: dict[str, _Claim] = {}
 
     def close(self) -> None:
-        """Forget the Last Wills still waiting to count (the manager is closing)."""
+        """Forget the Last Wills still waiting to count and the claims (the manager closes)."""
         for timer in self._timers:
             timer.cancel()
         self._timers.clear()
+        self._claims.clear()
 
     @property
     def addressed_filters(self) -> list[str]:
@@ -287,23 +311,26 @@ class Membership:
             entry, is_new, replaced = self.registry.admit(
                 reg, self.messager.connections, owner=owner
             )
-        except RegistrationRefusedError as exc:
-            self._drops.drop(
-                self.topics.register, f"registration of {reg.tool_name!r} refused: {exc}"
-            )
-            if not self._refusal_budget():
-                return  # a flood: the registering side learns on its next attempt
-            self._spawn(
-                self._publish_status(
-                    ToolRegistrationErrorMessage(
-                        source=self.messager.client_id,
-                        tool_name=str(reg.tool_name),
-                        error=str(exc),
-                        tool_id=reg.tool_id,
-                        target=reg.source,
-                    )
+        except HeldIdError as exc:
+            holder = exc.holder.info.source
+            if exc.same_tool and self._claim(reg, owner, exc.holder):
+                self.logger.info(
+                    "%s claims tool id %s held by %s: asking the holder whether it answers",
+                    reg.source,
+                    reg.tool_id,
+                    exc.holder.info.source,
                 )
-            )
+                self._refuse(
+                    reg,
+                    f"{exc}; asking it whether it still answers",
+                    holder,
+                    retry_after=HOLDER_PING_SECONDS,
+                )
+            else:
+                self._refuse(reg, str(exc), holder)
+            return
+        except RegistrationRefusedError as exc:
+            self._refuse(reg, str(exc))
             return
         for old in replaced:
             self._announce_removal(old.info, "replaced")
@@ -332,6 +359,88 @@ class Membership:
         )
         self._spawn(self._publish_quietly(self._status_topic_of(entry), confirmation))
 
+    def _refuse(
+        self,
+        reg: RegisterToolMessage,
+        error: str,
+        holder: str | None = None,
+        *,
+        retry_after: float | None = None,
+    ) -> None:
+        """Answer a registration with a refusal (final unless ``retry_after`` is given).
+
+        ``holder``: the process holding the proposed id, when that is the reason.
+        """
+        refused = f"registration of {reg.tool_name!r} refused: {error}"
+        self._drops.drop(self.topics.register, refused)
+        if not self._refusal_budget():
+            return  # a flood: the registering side learns on its next attempt
+        self._spawn(
+            self._publish_status(
+                ToolRegistrationErrorMessage(
+                    source=self.messager.client_id,
+                    tool_name=str(reg.tool_name),
+                    error=error,
+                    tool_id=reg.tool_id,
+                    target=reg.source,
+                    holder=holder,
+                    retry_after=retry_after,
+                )
+            )
+        )
+
+    def _claim(self, reg: RegisterToolMessage, owner: str | None, holder: Entry) -> bool:
+        """Take ``reg``'s claim on its id, and ask the holder; False when it cannot be asked.
+
+        The latest claim on an id is the one admitted if the holder is silent; one
+        ping per holder, however many claims come meanwhile.
+        """
+        if self.liveness is None or not self.liveness.can_ping(holder) or reg.tool_id is None:
+            return False
+        previous = self._claims.get(reg.tool_id)
+        self._claims[reg.tool_id] = _Claim(holder, reg, owner)
+        if previous is None or previous.holder is not holder:
+            self._tasks.spawn(self._check_holder(reg.tool_id, holder), "holder-check")
+        return True
+
+    async def _check_holder(self, tool_id: str, holder: Entry) -> None:
+        assert self.liveness is not None
+        connection = self.messager.connections
+        try:
+            answered = await self.liveness.answers(holder, HOLDER_PING_SECONDS)
+        except Exception:  # noqa: BLE001 (the ping could not be sent: decided below)
+            answered = False
+            connection = -1
+        claim = self._claims.get(tool_id)
+        if claim is None or claim.holder is not holder:
+            return  # settled meanwhile: the holder left and the claimant was admitted
+        del self._claims[tool_id]
+        if not self.messager.is_connected() or self.messager.connections != connection:
+            # Our own connection failed meanwhile: silence proves nothing. The claimant
+            # registers again once its wait is over, and the holder is asked again.
+            self.logger.info("could not ask the holder of tool id %s: no connection", tool_id)
+            return
+        if self.registry.get(tool_id) is holder:
+            if answered:
+                self._refuse(
+                    claim.registration,
+                    f"tool id {tool_id} is already used by tool {holder.info.name!r} "
+                    f"from {holder.info.source}, which answers",
+                    holder.info.source,
+                )
+                return
+            self.logger.warning(
+                "tool %r (%s) of %s did not answer within %g s; %s takes its id over",
+                holder.info.name,
+                tool_id,
+                holder.info.source,
+                HOLDER_PING_SECONDS,
+                claim.registration.source,
+            )
+            self._remove(holder, "offline", retired=True)
+        # The holder left, was retired, or registered again: decide the claim afresh.
+        self._handle_register(claim.registration, claim.owner)
+
     def _status_topic_of(self, entry: Entry) -> str:
         """The registering process's own status topic when it reads one, else the shared one."""
         level = inbox_level(entry.info.source or "")
@@ -339,15 +448,22 @@ class Membership:
             return self.topics.status  # Argentic tools and older versions read only this
         return f"{self.topics.status}/{level}"
 
-    def _remove(self, entry: Entry, reason: str) -> None:
+    def _remove(self, entry: Entry, reason: str, *, retired: bool = False) -> None:
         if not self.registry.remove(entry):
             return
         # An unregistering tool finishes its in-flight calls (graceful shutdown); a dead
         # one never will.
         self._on_change(Removed(entry, offline=reason == "offline"))
-        self._announce_removal(entry.info, reason)
+        # A holder ``retired`` for its silence may still be running (frozen): it is told,
+        # so that, resumed, it runs no task meant for the process taking over its id.
+        self._announce_removal(entry.info, reason, retired)
+        claim = self._claims.get(entry.info.id)
+        if claim is not None and claim.holder is entry:
+            # It left (its Last Will, or it unregistered) while a claim waited on it.
+            del self._claims[entry.info.id]
+            self._handle_register(claim.registration, claim.owner)
 
-    def _announce_removal(self, info: ToolInfo, reason: str) -> None:
+    def _announce_removal(self, info: ToolInfo, reason: str, retired: bool = False) -> None:
         self.logger.info("removed tool %r (%s): %s", info.name, info.id, reason)
         self._spawn(
             self._publish_status(
@@ -356,6 +472,7 @@ class Membership:
                     tool_id=info.id,
                     tool_name=info.name,
                     reason=reason,
+                    target=info.source if retired else None,
                 )
             )
         )

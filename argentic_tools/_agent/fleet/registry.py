@@ -39,6 +39,20 @@ class RegistrationRefusedError(ValueError):
     """A registration cannot be admitted; the message says why."""
 
 
+class HeldIdError(RegistrationRefusedError):
+    """The proposed id is held by another process."""
+
+    def __init__(self, message: str, holder: Entry, *, same_tool: bool) -> None:
+        super().__init__(message)
+        self.holder = holder
+        """The instance registered under the id."""
+        self.same_tool = same_tool
+        """The holder serves the same tool name for the same owner: most often a restart,
+        started before the old process's Last Will counted, or while the old process is
+        frozen and leaves none. Whether the holder still answers decides (see
+        :class:`~.membership.Membership`); otherwise the refusal is final."""
+
+
 NAMES_SHOWN = 20
 """Registered names a message about a missing tool lists."""
 
@@ -191,6 +205,8 @@ class ToolRegistry:
         Raises:
             RegistrationRefusedError: Bad name, schema or id, or a name or id that
                 belongs to another owner; the message says which.
+            HeldIdError: The id is another process's (a restart, when it serves the
+                same tool for the same owner and no longer answers).
 
         Ownership: ``owner`` is the broker user proven by an owned registration topic.
         A name reserved for a user (``name_owners``) is admitted only from that user; a
@@ -247,10 +263,12 @@ class ToolRegistry:
                 holder.info.source,
                 holder.info.owner,
             ) != (name, source, owner):
-                raise RegistrationRefusedError(
+                used = (
                     f"tool id {tool_id} is already used by tool {holder.info.name!r} "
                     f"from {holder.info.source}"
                 )
+                same_tool = (holder.info.name, holder.info.owner) == (name, owner)
+                raise HeldIdError(used, holder, same_tool=same_tool)
         # The owner's registration takes the name from claims made on the shared topic.
         replaced_squatters = [e for e in squatters if self.remove(e)]
         output_schema_or_none = spec.output_schema if spec else None

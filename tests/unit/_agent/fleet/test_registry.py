@@ -2,7 +2,12 @@
 
 import pytest
 
-from argentic_tools._agent.fleet.registry import RegistrationRefusedError, ToolRegistry
+from argentic_tools._agent.fleet.registry import (
+    HeldIdError,
+    RegistrationRefusedError,
+    ToolRegistry,
+)
+from argentic_tools._protocol.fleet_messages import RegisterToolMessage
 from tests.support.registrations import registration
 
 
@@ -35,6 +40,23 @@ def test_a_reserved_name_is_admitted_only_from_its_owner_who_replaces_claims() -
     assert replaced == [claim] and owned.info.owner == "billing"
     with pytest.raises(RegistrationRefusedError, match="belongs to broker user 'billing'"):
         registry.admit(registration("echo", source="x"), 1, owner="other")
+
+
+def test_a_pinned_id_held_by_another_process_names_the_holder_and_whether_it_is_a_restart() -> None:
+    registry = ToolRegistry()
+
+    def pinned(name: str, source: str) -> RegisterToolMessage:
+        return registration(name, source=source).model_copy(update={"tool_id": "pin"})
+
+    holder, _, _ = registry.admit(pinned("echo", "old"), 1, owner="alice")
+    with pytest.raises(HeldIdError, match="already used by tool 'echo' from old") as restart:
+        registry.admit(pinned("echo", "new"), 1, owner="alice")
+    assert restart.value.holder is holder and restart.value.same_tool
+    for name, owner in (("other", "mallory"), ("other", "alice")):
+        with pytest.raises(HeldIdError) as claim:
+            registry.admit(pinned(name, "new"), 1, owner=owner)
+        assert claim.value.holder is holder and not claim.value.same_tool
+    assert registry.get("pin") is holder
 
 
 def test_one_client_cannot_register_more_than_its_share() -> None:
