@@ -74,7 +74,8 @@ class ToolEndpoint:
         self.max_concurrency = tool.max_concurrency or max_concurrency
         self.debug = tool.debug or debug
         self.confirmed = asyncio.Event()
-        self._refused: str | None = None
+        self.refusal: str | None = None
+        """Why the registration was refused (None while it is not)."""
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._controls: dict[str, CallControl] = {}
         self._recent = TaskRecord()
@@ -115,17 +116,36 @@ class ToolEndpoint:
             RegistrationError: A manager refused the registration.
 
         """
+        await self.listen()
+        return await self.register(confirm_timeout=confirm_timeout, attempts=attempts)
+
+    async def listen(self) -> None:
+        """Warm the tool up and subscribe: its tasks and status messages reach it from now.
+
+        The first half of :meth:`start`. A process serving many tools has them all
+        listen first and then registers them together, so the registrations go out
+        in the order of its tools (a manager admitting only so many tools per client
+        admits the first ones).
+        """
         await self.tool.warm_up()
         await StatusRouter.of(self.messager, self.topics.status).add(self)
         await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
         self.messager.add_reconnect_hook(self.register_again)
+
+    async def register(self, *, confirm_timeout: float = 1.0, attempts: int = 3) -> str:
+        """Register and wait for a confirmation (the second half of :meth:`start`).
+
+        Raises:
+            RegistrationError: A manager refused the registration.
+
+        """
         for _ in range(attempts):
             await self.register_again()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(confirm_timeout / attempts):
                     await self.confirmed.wait()
-            if self._refused is not None:
-                raise RegistrationError(f"tool {self.tool.name!r}: {self._refused}")
+            if self.refusal is not None:
+                raise RegistrationError(f"tool {self.tool.name!r}: {self.refusal}")
             if self.confirmed.is_set():
                 self._started = True
                 return self.tool_id
@@ -250,7 +270,7 @@ class ToolEndpoint:
         try:
             await self.messager.publish(topic, self._registration())
         except PayloadTooLargeError as exc:
-            self._refused = f"registration is too large: {exc}"
+            self.refusal = f"registration is too large: {exc}"
             self.confirmed.set()
 
     async def handle_status(self, parsed: BaseMessage) -> None:
@@ -269,7 +289,7 @@ class ToolEndpoint:
             parsed.target == self.messager.client_id
             or (parsed.target is None and parsed.tool_id == self.tool_id)
         ):
-            self._refused = parsed.error
+            self.refusal = parsed.error
             self._early.clear()
             self.confirmed.set()
 
@@ -293,7 +313,7 @@ class ToolEndpoint:
 
     def _on_task(self, message: IncomingMessage) -> None:
         if not self._accepted:
-            if self._refused is None and len(self._early) < EARLY_TASKS:
+            if self.refusal is None and len(self._early) < EARLY_TASKS:
                 self._early.append(message)
             else:
                 self._drops.drop(message.topic, "task for a pinned id this tool does not hold")
