@@ -75,7 +75,8 @@ class ToolEndpoint:
         self.max_concurrency = tool.max_concurrency or max_concurrency
         self.debug = tool.debug or debug
         self.confirmed = asyncio.Event()
-        self._refused: str | None = None
+        self.refusal: str | None = None
+        """Why the registration was refused (None while it is not)."""
         # Loop time until which a manager is checking whether the holder of this pinned
         # id still answers (a restart's claim): start() waits that long for its verdict.
         self._held_until = 0.0
@@ -125,15 +126,34 @@ class ToolEndpoint:
             RegistrationError: A manager refused the registration.
 
         """
+        await self.listen()
+        return await self.register(confirm_timeout=confirm_timeout, attempts=attempts)
+
+    async def listen(self) -> None:
+        """Warm the tool up and subscribe: its tasks and status messages reach it from now.
+
+        The first half of :meth:`start`. A process serving many tools has them all
+        listen first and then registers them together, so the registrations go out
+        in the order of its tools (a manager admitting only so many tools per client
+        admits the first ones).
+        """
         await self.tool.warm_up()
         await StatusRouter.of(self.messager, self.topics.status).add(self)
         await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
         self.messager.add_reconnect_hook(self.register_again)
+
+    async def register(self, *, confirm_timeout: float = 1.0, attempts: int = 3) -> str:
+        """Register and wait for a confirmation (the second half of :meth:`start`).
+
+        Raises:
+            RegistrationError: A manager refused the registration.
+
+        """
         for _ in range(attempts):
             await self.register_again()
             await self._wait_for_answer(confirm_timeout / attempts)
-            if self._refused is not None:
-                raise RegistrationError(f"tool {self.tool.name!r}: {self._refused}")
+            if self.refusal is not None:
+                raise RegistrationError(f"tool {self.tool.name!r}: {self.refusal}")
             if self.confirmed.is_set():
                 self._started = True
                 return self.tool_id
@@ -271,7 +291,7 @@ class ToolEndpoint:
         try:
             await self.messager.publish(topic, self._registration())
         except PayloadTooLargeError as exc:
-            self._refused = f"registration is too large: {exc}"
+            self.refusal = f"registration is too large: {exc}"
             self.confirmed.set()
 
     async def handle_status(self, parsed: BaseMessage) -> None:
@@ -298,7 +318,7 @@ class ToolEndpoint:
                 self._held_until = asyncio.get_running_loop().time() + wait + HOLDER_WAIT_SLACK
                 logger.info("tool %r: %s", self.tool.name, parsed.error)
                 return
-            self._refused = parsed.error
+            self.refusal = parsed.error
             if parsed.holder not in (None, self.messager.client_id):
                 self._give_up(parsed.error)
             self.confirmed.set()
@@ -317,7 +337,7 @@ class ToolEndpoint:
         if not self._accepted or not self._pinned:
             return
         self._accepted = False
-        self._refused = why  # and keeps no task for later either
+        self.refusal = why  # and keeps no task for later either
         logger.error(
             "tool %r: no longer serving tool id %s: %s; restart this process to serve it again",
             self.tool.name,
@@ -345,7 +365,7 @@ class ToolEndpoint:
 
     def _on_task(self, message: IncomingMessage) -> None:
         if not self._accepted:
-            if self._refused is None and len(self._early) < EARLY_TASKS:
+            if self.refusal is None and len(self._early) < EARLY_TASKS:
                 self._early.append(message)
             else:
                 self._drops.drop(message.topic, "task for a pinned id this tool does not hold")

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from .._errors import BrokerUnavailableError, ToolsError
+from .._errors import BrokerUnavailableError, RegistrationError, ToolsError
 from .._lifecycle import AsyncResource
 from .._logging import parse_log_level
 from .._protocol.fleet_messages import ClientOfflineMessage
@@ -49,9 +49,11 @@ class ToolService(AsyncResource):
         blocked_loop_threshold: Seconds an ``async def`` tool may block the event loop
             before a warning names it and the fix (None: don't watch).
         confirm_timeout: Seconds entering waits for a manager to confirm (or refuse)
-            each registration. A refusal raises :class:`RegistrationError`; with no
-            answer by then the tools serve anyway and register again whenever a
-            manager announces itself. Entering returns as soon as every tool is answered.
+            each registration. A refused tool is logged with the manager's reason,
+            left out (see :attr:`refused`) and the others serve; when every tool is
+            refused, entering raises :class:`RegistrationError`. With no answer by
+            then the tools serve anyway and register again whenever a manager
+            announces itself. Entering returns as soon as every tool is answered.
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` when the service starts (the ``[otel]``
             extra; see :func:`start_metrics_server`).
@@ -102,6 +104,9 @@ class ToolService(AsyncResource):
                 self.messager.will_topic = registration_topic(self.topics, self.messager)
             self._owns_messager = True
         self.endpoints: list[ToolEndpoint] = []
+        """The tools being served, one endpoint each (refused ones are left out)."""
+        self.refused: dict[str, str] = {}
+        """The tools a manager refused when the service started, with its reason."""
         self.watchdog = (
             LoopWatchdog(
                 self.tools,
@@ -123,10 +128,17 @@ class ToolService(AsyncResource):
         await self.aclose()
 
     async def start(self) -> None:
-        """Connect (when given a URL) and register every tool; returns once they are served."""
+        """Connect (when given a URL) and register every tool; returns once they are served.
+
+        Raises:
+            RegistrationError: A manager refused every tool (one refused tool among
+                others is only left out, see :attr:`refused`).
+
+        """
         if self._started:
             raise RuntimeError("this ToolService is already running")
         self._started = True
+        self.refused.clear()
         if self.metrics_port is not None:
             self.metrics_port = start_metrics_server(self.metrics_port)
         if self._owns_messager:
@@ -144,17 +156,63 @@ class ToolService(AsyncResource):
                     debug=self.debug,
                 )
                 self.endpoints.append(endpoint)
-            await asyncio.gather(
-                *(e.start(confirm_timeout=self.confirm_timeout) for e in self.endpoints)
+            # Every tool listens before any registers: the registrations then go out in
+            # the order of the tools, so a manager's per-client bound cuts the last ones.
+            for failure in await asyncio.gather(
+                *(e.listen() for e in self.endpoints), return_exceptions=True
+            ):
+                if failure is not None:
+                    raise failure
+            ids = await asyncio.gather(
+                *(e.register(confirm_timeout=self.confirm_timeout) for e in self.endpoints),
+                return_exceptions=True,
             )
+            refused = []
+            for endpoint, outcome in zip(self.endpoints, ids, strict=True):
+                if isinstance(outcome, RegistrationError):
+                    refused.append(endpoint)
+                elif isinstance(outcome, BaseException):
+                    raise outcome
+            if refused:
+                await self._drop_refused(refused)
         except BaseException:
             await self.aclose()
             raise
         logger.info(
             "serving %d tool(s) on %s: %s",
-            len(self.tools),
+            len(self.endpoints),
             self.messager.url,
-            ", ".join(t.name for t in self.tools),
+            ", ".join(e.tool_name for e in self.endpoints),
+        )
+
+    async def _drop_refused(self, refused: list[ToolEndpoint]) -> None:
+        """Leave out the tools a manager refused; the others serve on.
+
+        One refused tool (a name another process serves with another schema, a schema
+        too large, one tool past the manager's ``max_tools_per_client``) must not take
+        down the process's other tools. Each refusal is logged with its reason.
+
+        Raises:
+            RegistrationError: Every tool was refused: there is nothing to serve.
+
+        """
+        if len(refused) == len(self.endpoints):
+            raise RegistrationError(
+                "; ".join(f"tool {e.tool_name!r}: {e.refusal}" for e in refused)
+            )
+        for endpoint in refused:
+            logger.warning(
+                "tool %r is not served: its registration was refused: %s",
+                endpoint.tool_name,
+                endpoint.refusal,
+            )
+            self.refused[endpoint.tool_name] = endpoint.refusal or ""
+        dropped = {id(endpoint) for endpoint in refused}
+        self.endpoints[:] = [e for e in self.endpoints if id(e) not in dropped]
+        # Refused, so never admitted: there is nothing to unregister.
+        await asyncio.gather(
+            *(endpoint.stop(grace_period=0, announce=False) for endpoint in refused),
+            return_exceptions=True,
         )
 
     async def aclose(self) -> None:

@@ -7,9 +7,13 @@ schemas and annotations as the server declares them. Calls are forwarded, with
 their progress and their cancellation. The bridge watches the server: when it
 dies, its tools leave the registry at once (callers get ``tool_offline``, not a
 timeout), and it is started again with a bounded backoff. When its tool list
-changes, the tools on the bus follow.
+changes, the tools on the bus follow. A tool a manager refuses (its name served with
+another schema, a schema too large, one tool more than the manager's
+``max_tools_per_client``) is logged with the reason and left out; the server's other
+tools are served, and a refusal never restarts the server.
 """
 
+import contextlib
 import json
 import logging
 from collections.abc import Callable, Sequence
@@ -23,7 +27,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
-from .._errors import ToolError
+from .._errors import RegistrationError, ToolError
 from .._protocol.topics import Topics
 from .._tools.definition import BaseTool
 from .._tools.service import ToolService
@@ -128,7 +132,7 @@ class McpBridge:
         self.restarts = 0
         """How many times the server was started again after it died."""
         self.tool_names: list[str] = []
-        """The tools served right now (empty while the server is down)."""
+        """The tools served right now (empty while the server is down; refused ones left out)."""
 
     @property
     def server(self) -> str | StdioServerParameters:
@@ -141,7 +145,11 @@ class McpBridge:
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        """Serve until cancelled; ``task_status.started`` once the first tools are served."""
+        """Serve until cancelled; ``task_status.started`` once the first tools are offered.
+
+        Offered means served, except the tools a manager refused (logged, each with
+        its reason); when it refused them all, none is served until the list changes.
+        """
         failures = 0
         started = False
         while True:
@@ -182,16 +190,27 @@ class McpBridge:
             listed = await _tools_of(client)
             while True:
                 tools = [BridgedTool(tool, client) for tool in listed]
-                async with ToolService(
-                    self.broker, tools, topics=self.topics, **self.messager_options
-                ):
-                    self.tool_names = [tool.name for tool in tools]
-                    logger.info(
-                        "serving %d tool(s) of %s: %s",
-                        len(tools),
-                        self.description,
-                        ", ".join(self.tool_names),
-                    )
+                async with contextlib.AsyncExitStack() as serving_now:
+                    try:
+                        service = await serving_now.enter_async_context(
+                            ToolService(
+                                self.broker, tools, topics=self.topics, **self.messager_options
+                            )
+                        )
+                    except RegistrationError as exc:
+                        # Every tool was refused (the service logs one refused among others
+                        # and serves the rest). The server is healthy: restarting it would
+                        # offer the same tools again, so watch it until its tools change.
+                        logger.warning("serving none of the tools of %s: %s", self.description, exc)
+                        self.tool_names = []
+                    else:
+                        self.tool_names = [endpoint.tool_name for endpoint in service.endpoints]
+                        logger.info(
+                            "serving %d tool(s) of %s: %s",
+                            len(self.tool_names),
+                            self.description,
+                            ", ".join(self.tool_names),
+                        )
                     serving()
                     while True:
                         await anyio.sleep(WATCH_SECONDS)

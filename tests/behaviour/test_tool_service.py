@@ -6,6 +6,7 @@ event, count concurrent runs) is visible next to the assertion that relies on it
 
 import dataclasses
 import functools
+import logging
 import threading
 from typing import Any
 
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from argentic_tools import (
     BaseTool,
     CallContext,
+    RegistrationError,
     TaskErrorMessage,
     TaskResultMessage,
     ToolContext,
@@ -224,6 +226,67 @@ async def test_failing_or_unserialisable_tool_does_not_affect_other_tools_in_the
 
                 fine = await manager.execute_tool("echo", {"message": f"round {round_number}"})
                 assert fine.ok and fine.result == f"round {round_number}"
+
+
+async def test_a_tool_a_manager_refuses_is_left_out_and_the_services_other_tools_serve(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool(name="echo")
+    def loud_echo(message: str, volume: int) -> str:
+        """Return the message, louder (echo's name, another schema)."""
+        return message * volume
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async with ToolService(mosquitto.url, [echo], topics=topics):
+        first = await manager.wait_for_tool("echo", timeout=10)
+        with caplog.at_level(logging.WARNING, logger="argentic_tools.service"):
+            async with ToolService(mosquitto.url, [loud_echo, add], topics=topics) as service:
+                assert list(service.refused) == ["echo"]
+                assert "different schema" in service.refused["echo"]
+                assert [e.tool_name for e in service.endpoints] == ["add"]
+                await manager.wait_for_tool("add", timeout=10)
+                assert (await manager.execute_tool("add", {"a": 2, "b": 3})).result == 5
+                echo_result = await manager.execute_tool("echo", {"message": "hi"})
+                assert echo_result.result == "hi"
+                assert [i["id"] for i in manager.tools_by_id.values() if i["name"] == "echo"] == [
+                    first.id
+                ]
+    (line,) = [r.getMessage() for r in caplog.records if "is not served" in r.getMessage()]
+    assert line.startswith("tool 'echo' is not served: its registration was refused: ")
+    assert "different schema" in line
+
+
+async def test_a_service_whose_every_tool_is_refused_raises_naming_each(
+    mosquitto: Mosquitto, manager: ToolManager, topics: Topics
+) -> None:
+    @tool(name="echo")
+    def loud_echo(message: str, volume: int) -> str:
+        """Return the message, louder (echo's name, another schema)."""
+        return message * volume
+
+    @tool(name="add")
+    def add_text(a: str, b: str) -> str:
+        """Join two strings (add's name, another schema)."""
+        return a + b
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async with ToolService(mosquitto.url, [echo, add], topics=topics):
+        await manager.wait_for_tool("echo", timeout=10)
+        await manager.wait_for_tool("add", timeout=10)
+        with pytest.raises(RegistrationError) as refused:
+            async with ToolService(mosquitto.url, [loud_echo, add_text], topics=topics):
+                pass
+        assert "tool 'echo': " in str(refused.value)
+        assert "tool 'add': " in str(refused.value)
+        assert str(refused.value).count("different schema") == 2
 
 
 async def test_debug_service_sends_the_traceback_of_a_failing_tool(

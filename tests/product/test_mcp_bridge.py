@@ -1,0 +1,151 @@
+"""The bridge facing an MCP server some of whose tools a manager refuses.
+
+A real MCP server process (``tests/support/mcp_server.py``, the official SDK over
+stdio) offers two good tools, ``shout`` and ``add``, next to bad ones; the bridge
+serves it on a real mosquitto to a real ToolManager. Each refused tool is logged with
+the manager's reason and left out, the others are served, and the server is started
+once: a refusal is no reason to restart a healthy server.
+"""
+
+import logging
+import sys
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
+
+from argentic_tools import ToolManager, Topics
+from argentic_tools.mcp.bridge import McpBridge
+from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
+from tests.support.processes import ROOT, ToolProcess
+
+pytestmark = pytest.mark.anyio
+
+SERVER = str(ROOT / "tests" / "support" / "mcp_server.py")
+
+
+@asynccontextmanager
+async def bridged(
+    mosquitto: Mosquitto, prefix: str, starts: Path, *options: str
+) -> AsyncIterator[McpBridge]:
+    """The test MCP server with ``options``, bridged; entered once its tools were offered."""
+    command = [sys.executable, SERVER, "--starts", str(starts), *options]
+    bridge = McpBridge(mosquitto.url, command=command, topic_prefix=prefix)
+    async with anyio.create_task_group() as group:
+        with anyio.fail_after(30):
+            await group.start(bridge.run)
+        yield bridge
+        group.cancel_scope.cancel()
+
+
+async def assert_good_tools_answer(manager: ToolManager) -> None:
+    shout = await manager.execute_tool("shout", {"text": "hi"}, timeout=10)
+    assert shout.ok, shout
+    assert shout.result == "HI"
+    add = await manager.execute_tool("add", {"a": 2, "b": 3}, timeout=10)
+    assert add.ok, add
+    assert add.result == "5"
+
+
+def refusals(caplog: pytest.LogCaptureFixture) -> dict[str, str]:
+    """The tools the bridge's service logged as refused, with the line that says so."""
+    lines: dict[str, str] = {}
+    for record in caplog.records:
+        message = record.getMessage()
+        if record.name == "argentic_tools.service" and "is not served" in message:
+            lines[message.split("'")[1]] = message
+    return lines
+
+
+def starts_of(starts: Path) -> int:
+    return len(starts.read_text().splitlines())
+
+
+async def test_a_colliding_tool_and_a_huge_schema_are_refused_and_the_good_tools_serve(
+    mosquitto: Mosquitto,
+    prefix: str,
+    manager: ToolManager,
+    tool_process: ToolProcess,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # A tool process serves `echo` first; the MCP server offers an `echo` of another schema.
+    fleet_echo = await manager.wait_for_tool("echo", timeout=15)
+    starts = tmp_path / "starts"
+    with caplog.at_level(logging.WARNING, logger="argentic_tools.service"):
+        async with bridged(mosquitto, prefix, starts, "--collide", "echo", "--huge") as bridge:
+            await manager.wait_for_tool("shout", timeout=10)
+            await manager.wait_for_tool("add", timeout=10)
+            await assert_good_tools_answer(manager)
+            assert sorted(bridge.tool_names) == ["add", "shout"]
+            assert "huge" not in manager.get_tool_names()
+            echoes = [i for i in manager.tools_by_id.values() if i["name"] == "echo"]
+            assert [e["id"] for e in echoes] == [fleet_echo.id]
+            echo = await manager.execute_tool("echo", {"message": "still the fleet's"})
+            assert echo.result == "still the fleet's"
+            assert bridge.restarts == 0
+    assert starts_of(starts) == 1
+    logged = refusals(caplog)
+    assert sorted(logged) == ["echo", "huge"]
+    assert "different schema" in logged["echo"]
+    assert "too large" in logged["huge"]
+
+
+async def test_tools_past_the_managers_per_client_bound_are_refused_and_the_first_ones_serve(
+    mosquitto: Mosquitto,
+    prefix: str,
+    topics: Topics,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    starts = tmp_path / "starts"
+    # shout, add, filler_0 ... filler_5: eight tools for a bound of five.
+    fillers: Sequence[str] = ("--fillers", "6")
+    with caplog.at_level(logging.WARNING, logger="argentic_tools.service"):
+        async with (
+            messager_for(mosquitto.url, topics) as messager,
+            manager_for(messager, topics, max_tools_per_client=5) as manager,
+            bridged(mosquitto, prefix, starts, *fillers) as bridge,
+        ):
+            served = ["shout", "add", "filler_0", "filler_1", "filler_2"]
+            for name in served:
+                await manager.wait_for_tool(name, timeout=10)
+            await assert_good_tools_answer(manager)
+            for name in served[2:]:
+                result = await manager.execute_tool(name, {}, timeout=10)
+                assert result.result == name
+            assert sorted(manager.get_tool_names()) == sorted(served)
+            assert bridge.tool_names == served
+            assert bridge.restarts == 0
+    assert starts_of(starts) == 1
+    logged = refusals(caplog)
+    assert sorted(logged) == ["filler_3", "filler_4", "filler_5"]
+    assert all("max_tools_per_client" in line for line in logged.values())
+
+
+async def test_a_server_whose_every_tool_is_refused_is_watched_not_restarted(
+    mosquitto: Mosquitto,
+    prefix: str,
+    manager: ToolManager,
+    tool_process: ToolProcess,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    await manager.wait_for_tool("echo", timeout=15)
+    starts = tmp_path / "starts"
+    with caplog.at_level(logging.WARNING, logger="argentic_tools.mcp"):
+        async with bridged(mosquitto, prefix, starts, "--no-good", "--collide", "echo") as bridge:
+            assert bridge.tool_names == []
+            assert bridge.restarts == 0
+            # The fleet's echo is untouched and answers.
+            echo = await manager.execute_tool("echo", {"message": "fleet"})
+            assert echo.result == "fleet"
+    assert starts_of(starts) == 1
+    (line,) = [r.getMessage() for r in caplog.records if "serving none" in r.getMessage()]
+    assert "tool 'echo': " in line
+    assert "different schema" in line
