@@ -48,6 +48,7 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
+from .calls.batch import run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.options import CallOptions, call_field, context_with
@@ -501,18 +502,17 @@ class ToolManager(AsyncResource):
             calls = list(batch)
             for name, arguments, options in calls:
                 options.spec(name, arguments, self.default_timeout)
-            overridden = (
-                self.execute_tool(name, arguments, **options.keywords())
-                for name, arguments, options in calls
+            return await run_all(
+                lambda call: self.execute_tool(call[0], call[1], **call[2].keywords()), calls
             )
-            return list(await asyncio.gather(*overridden))
         specs = [
             options.spec(name, arguments, self.default_timeout)
             for name, arguments, options in batch
         ]
         # Each call runs as the runner's own coroutine, without an execute_tool frame
-        # around it (~0.35 KB a call): thousands at once are the case this serves.
-        return list(await asyncio.gather(*(self._call(spec) for spec in specs)))
+        # around it (~0.35 KB a call): thousands at once are the case this serves. They
+        # start (and, if the batch is cancelled, end) a slice per turn of the event loop.
+        return await run_all(self._call, specs)
 
     # -- the fleet's changes, applied to the calls in flight --------------------
 
