@@ -48,6 +48,7 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
+from .calls.batch import run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.options import CallOptions, call_field, context_with
@@ -493,9 +494,9 @@ class ToolManager(AsyncResource):
         """Run calls concurrently, each as :meth:`execute_tool` would; results in order.
 
         Every call's settings are read before any starts: a bad ``idle_timeout`` raises
-        before anything is sent. ``batch`` is consumed once, so the options of thousands
-        of calls are not kept while they run (their specs, or with an overridden
-        ``execute_tool`` its coroutines, hold what is needed).
+        before anything is sent. ``batch`` is consumed once, so without an overridden
+        ``execute_tool`` the options of thousands of calls are not kept while they run
+        (their specs hold what is needed).
         """
         if type(self).execute_tool is not ToolManager.execute_tool:
             # A subclass's own execute_tool sees every call, batched ones too, with the
@@ -503,21 +504,24 @@ class ToolManager(AsyncResource):
             calls = list(batch)
             for name, arguments, options in calls:
                 options.spec(name, arguments, self.default_timeout)
-            overridden = [
-                self.execute_tool(
-                    name, arguments, options.task_id_override, options.timeout, **options.keywords()
-                )
-                for name, arguments, options in calls
-            ]
-            del calls  # the coroutines hold what they need
-            return list(await asyncio.gather(*overridden))
+            return await run_all(self._overridden_call, calls)
         specs = [
             options.spec(name, arguments, self.default_timeout)
             for name, arguments, options in batch
         ]
         # Each call runs as the runner's own coroutine, without an execute_tool frame
-        # around it (~0.35 KB a call): thousands at once are the case this serves.
-        return list(await asyncio.gather(*(self._call(spec) for spec in specs)))
+        # around it (~0.35 KB a call): thousands at once are the case this serves. They
+        # start (and, if the batch is cancelled, end) a slice per turn of the event loop.
+        return await run_all(self._call, specs)
+
+    def _overridden_call(
+        self, call: tuple[str, Any, CallOptions]
+    ) -> Coroutine[Any, Any, ToolResult]:
+        """A batched call through a subclass's own ``execute_tool``."""
+        name, arguments, options = call
+        return self.execute_tool(
+            name, arguments, options.task_id_override, options.timeout, **options.keywords()
+        )
 
     # -- the fleet's changes, applied to the calls in flight --------------------
 

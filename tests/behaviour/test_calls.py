@@ -1,5 +1,6 @@
 """Calling tools through a real mosquitto: results, errors, timeouts and batches."""
 
+import asyncio
 import json
 from typing import Any
 
@@ -600,3 +601,33 @@ async def test_waiting_for_a_missing_tool_says_what_is_registered_and_what_was_m
         result = await manager.execute_tool("Multiply", {"a": 2, "b": 3})
         assert isinstance(result, TaskErrorMessage)
         assert result.error == "Tool 'Multiply' not found. Did you mean 'multiply'?"
+
+
+async def test_a_big_batch_is_started_while_the_event_loop_keeps_turning(
+    manager: ToolManager, tool_process: ToolProcess
+) -> None:
+    await ready(manager, ("sleep",))
+    calls = 3_000
+    requests = [
+        ToolCallRequest(tool_id="sleep", arguments={"seconds": 600}, timeout=900)
+        for _ in range(calls)
+    ]
+    seen: list[int] = []
+
+    async def probe() -> None:
+        # One look per turn of the event loop, until every call of the batch is pending.
+        while not seen or seen[-1] < calls:
+            seen.append(manager.pending_calls)
+            await asyncio.sleep(0)
+
+    watching = asyncio.ensure_future(probe())
+    batch = asyncio.ensure_future(manager.get_tool_results(requests))
+    with anyio.fail_after(60):
+        await watching
+    batch.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await batch
+    # Other work ran between the batch's first calls and its last: it was not started
+    # (checked, validated, sent) in one turn of the loop.
+    assert any(0 < pending < calls for pending in seen)
+    assert manager.pending_calls == 0

@@ -10,9 +10,20 @@ import aiomqtt
 import anyio
 import pytest
 
-from argentic_tools import TaskStatus, ToolManager, ToolService, Topics, tool
+from argentic_tools import (
+    InMemoryRecorder,
+    TaskStatus,
+    ToolCallRequest,
+    ToolManager,
+    ToolService,
+    Topics,
+    tool,
+)
+from argentic_tools._agent.calls import delivery
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_for, messager_for
+from tests.support.observers import spy_on_calls
+from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -149,3 +160,52 @@ async def test_manager_cancel_ends_the_call_as_cancelled_and_stops_the_tool(
     assert "the user changed their mind" in getattr(result, "error", "")
     await assert_stopped_at_the_tool(wire, work, "d")
     assert not await manager.cancel("job-d")
+
+
+BATCH = 3_000
+"""Calls in the batches below: many slices of calls started per turn of the event loop."""
+
+
+async def test_cancelling_a_big_batch_ends_each_call_once_and_cancels_only_tasks_sent(
+    mosquitto: Mosquitto, topics: Topics, prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tool takes 400 at once and the manager sends 4 at once: most calls that have a
+    # slot at the tool wait for their turn to be sent. (Tasks and TOOL_CANCELs stay
+    # within the 1,000 messages the broker queues for a client.)
+    monkeypatch.setattr(delivery, "SENDING", 4)
+    recorder = InMemoryRecorder()
+    async with (
+        ToolProcess("tests.support.tool_proc", mosquitto.url, prefix, "--max-concurrency", "400"),
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, recorder=recorder) as manager,
+    ):
+        await manager.wait_for_tool("sleep", timeout=10)
+        tool_id = manager.tools_by_name["sleep"]["id"]
+        async with spy_on_calls(mosquitto.url, topics, tool_id) as spy:
+            requests = [
+                ToolCallRequest(tool_id="sleep", arguments={"seconds": 600}, timeout=900)
+                for _ in range(BATCH)
+            ]
+            batch = asyncio.ensure_future(manager.get_tool_results(requests))
+            await spy.wait_for_tasks(1)
+            batch.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await batch
+            assert manager.pending_calls == 0
+            # Published after every TOOL_CANCEL of the batch: the wire before it is whole.
+            marker = await manager.execute_tool("sleep", {"seconds": 0}, call_id="marker")
+            assert marker.ok
+            await spy.wait_for_call("marker")
+    wire = spy.wire[:-1]
+    sent = [task_id for kind, task_id in wire if kind == "TASK"]
+    cancelled = [task_id for kind, task_id in wire if kind == "TOOL_CANCEL"]
+    assert 0 < len(sent) < BATCH, "the batch was cancelled before all of it was sent"
+    # A TOOL_CANCEL only for a task on the wire before it, and one for each.
+    for position, (kind, task_id) in enumerate(wire):
+        if kind == "TOOL_CANCEL":
+            assert ("TASK", task_id) in wire[:position]
+    assert sorted(cancelled) == sorted(sent)
+    ended = [o for o in recorder.observations if o.call_id != "marker"]
+    assert {o.status for o in ended} == {"cancelled"}
+    assert len({o.task_id for o in ended}) == len(ended) <= BATCH
+    assert set(sent) <= {o.task_id for o in ended}

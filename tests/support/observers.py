@@ -2,9 +2,11 @@
 
 ``spy_on_calls`` watches a tool's call topic: a TASK message seen there went through the
 broker to every subscriber of that topic, the tool included, which is what a test needs
-before it kills the tool or the broker. ``Rendezvous`` is a tool that answers only once
-``parties`` calls of it run at the same time: serialised calls never get there, so a test
-bounded by ``anyio.fail_after`` fails instead of proving concurrency by a stopwatch.
+before it kills the tool or the broker; the order of its TASK and TOOL_CANCEL messages
+shows which cancellations were for tasks actually sent. ``Rendezvous`` is a tool that
+answers only once ``parties`` calls of it run at the same time: serialised calls never
+get there, so a test bounded by ``anyio.fail_after`` fails instead of proving
+concurrency by a stopwatch.
 """
 
 import contextlib
@@ -13,7 +15,7 @@ from collections.abc import AsyncIterator
 import aiomqtt
 import anyio
 
-from argentic_tools import BrokerURL, TaskMessage, Topics, parse_message, tool
+from argentic_tools import BrokerURL, TaskMessage, ToolCancelMessage, Topics, parse_message, tool
 
 
 class CallSpy:
@@ -22,6 +24,8 @@ class CallSpy:
     def __init__(self, client: aiomqtt.Client) -> None:
         self._client = client
         self.tasks: list[TaskMessage] = []
+        self.wire: list[tuple[str, str]] = []
+        """Every TASK and TOOL_CANCEL seen so far, in order: ``(type, task_id)``."""
 
     async def wait_for_tasks(self, count: int, timeout: float = 10) -> list[TaskMessage]:
         """Return the first ``count`` TASK messages, once they have been seen (bounded).
@@ -31,12 +35,27 @@ class CallSpy:
         """
         with anyio.fail_after(timeout):
             while len(self.tasks) < count:
-                message = await anext(aiter(self._client.messages))
-                parsed = parse_message(message.payload)
-                # Cancellations travel on the same topic; only tasks count.
-                if isinstance(parsed, TaskMessage) and parsed.type == "TASK":
-                    self.tasks.append(parsed)
+                await self._next()
         return self.tasks[:count]
+
+    async def wait_for_call(self, call_id: str, timeout: float = 10) -> TaskMessage:
+        """The task with this ``call_id``, once seen (bounded); ``wire`` holds all before it."""
+        with anyio.fail_after(timeout):
+            while True:
+                task = next((t for t in self.tasks if t.call_id == call_id), None)
+                if task is not None:
+                    return task
+                await self._next()
+
+    async def _next(self) -> None:
+        message = await anext(aiter(self._client.messages))
+        parsed = parse_message(message.payload)
+        # Cancellations travel on the same topic: kept in ``wire``, not in ``tasks``.
+        if isinstance(parsed, TaskMessage) and parsed.type == "TASK":
+            self.tasks.append(parsed)
+            self.wire.append(("TASK", parsed.task_id))
+        elif isinstance(parsed, ToolCancelMessage):
+            self.wire.append(("TOOL_CANCEL", parsed.task_id))
 
     async def wait_for_calls(self, count: int, timeout: float = 10) -> list[str | None]:
         """The ``call_id`` of each of the first ``count`` tasks (bounded)."""

@@ -25,6 +25,7 @@ from ..._protocol.topics import Topics
 from ..._transport import Messager
 from ..fleet.registry import ToolRegistry
 from ..publishing import publish_quietly
+from .flow import Window
 from .pending import Pending, ToolGoneError, UnsendableTaskError
 
 SENDING: int | None = None
@@ -66,7 +67,10 @@ class Delivery:
         self._logger = logger
         self._tasks = tasks
         self._reply_topic = reply_topic
-        self._sending = asyncio.Semaphore(messager.max_unacked if SENDING is None else SENDING)
+        # A Window, not an asyncio.Semaphore: a semaphore's waiter that is cancelled
+        # removes itself from the middle of its queue (a scan of the queue each), and
+        # ending thousands of queued calls newest first (a cancelled batch) was quadratic.
+        self._sending = Window(messager.max_unacked if SENDING is None else SENDING)
 
     async def send(self, call: Pending) -> int:
         """Publish the task of ``call`` on a connection its tool is known to be subscribed on.
@@ -96,15 +100,21 @@ class Delivery:
             if current.epoch is not None and current.epoch < self.messager.connections:
                 await self.registry.changed()
                 continue
-            async with self._sending:
+            await self._sending.acquire()
+            try:
                 if call.future.done():
                     # Ended while it waited for its turn (cancelled, its manager closed):
                     # sent now, it would reach the tool after its cancellation.
                     return 0
                 sent_on = self.messager.connections
+                # From here the tool may get the task: a cancellation must tell it. Before,
+                # waiting for its turn, the call is the manager's alone and ends quietly.
+                call.published = True
                 # One topic string for all the tasks queued to a tool, not one per task.
                 topic = sys.intern(self.topics.call(tool_id))
                 await self.messager.publish(topic, functools.partial(self.encoded, call))
+            finally:
+                self._sending.release()
             if current.epoch is None or current.epoch >= self.messager.connections:
                 return sent_on
 

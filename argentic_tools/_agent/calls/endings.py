@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from ..._errors import PayloadTooLargeError
+from ..._protocol.encoding import constructed
 from ..._protocol.messages import TaskErrorMessage, TaskResultMessage, TaskStatus, ToolResult
 from ..._protocol.validation import describe_problems
 from .flow import Window
@@ -174,14 +175,17 @@ def error(
     details: Any = None,
 ) -> TaskErrorMessage:
     """An error result built on this side (the tool never answered this way)."""
-    return TaskErrorMessage.model_construct(
-        source=source,
-        task_id=task_id,
-        tool_id=tool_id,
-        tool_name=tool_name,
-        arguments=arguments if isinstance(arguments, dict) else None,
-        status=status,
-        error=text,
-        error_code=code,
-        details=details,
+    return constructed(
+        TaskErrorMessage,
+        {
+            "source": source,
+            "task_id": task_id,
+            "tool_id": tool_id,
+            "tool_name": tool_name,
+            "arguments": arguments if isinstance(arguments, dict) else None,
+            "status": status,
+            "error": text,
+            "error_code": code,
+            "details": details,
+        },
     )

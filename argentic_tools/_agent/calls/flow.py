@@ -10,7 +10,10 @@ class Window:
     A broker's queue per client is finite (mosquitto drops QoS 1 messages beyond
     ``max_queued_messages``, 1,000 by default), so a burst must not be handed to the
     broker all at once. The rest wait here, first come first served, each under its
-    own deadline. A waiter is one future: a few hundred bytes.
+    own deadline. A waiter is one future: a few hundred bytes. A waiter that gives up
+    stays in the line until a release reaches it and passes over it, so giving up
+    and releasing are both O(1) amortised, in whatever order thousands of waiters
+    give up. (:class:`~.delivery.Delivery` keeps its sending turns in one too.)
     """
 
     __slots__ = ("_waiters", "capacity", "in_use")

@@ -40,6 +40,9 @@ CANCEL_SEND_SECONDS = 2.0
 """How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
 
 
+_CANCELLED = "Tool '{}' call was cancelled: cancelled by the caller."
+
+
 class _UnsentError(Exception):
     """A call ended (``cancel``) while it waited to be sent."""
 
@@ -113,7 +116,6 @@ class CallRunner:
                         self._metrics.waited(call.tool_name, loop.time() - queued)
                         if call.future.done():  # cancelled (manager.cancel) before it was sent
                             raise _UnsentError
-                        call.published = True
                         if watch is not None:
                             watch.timer = timer
                             if watch.idle is not None:  # the idle time counts from the send
@@ -161,7 +163,7 @@ class CallRunner:
         except asyncio.CancelledError:
             # The caller gets no result, but the call still ends once: in the metrics,
             # the span, and the observations (the live view and the history).
-            self._ended(spec, span, started, self._cancelled(spec, call))
+            self._ended_cancelled(spec, span, started, call)
             raise
         return self._ended(spec, span, started, result)
 
@@ -188,9 +190,30 @@ class CallRunner:
             spec.timeout = remaining
         return self._calls.prepare(spec, policy)
 
+    def _ended_cancelled(
+        self, spec: CallSpec, span: Span, started: float, call: "Pending | TaskErrorMessage"
+    ) -> None:
+        """:meth:`_ended` for a call the caller cancelled, which nobody gets a result of.
+
+        The result is built only for the observations: a cancelled batch of 50,000
+        calls ends them all at once, and building each result cost as much again.
+        """
+        if self._pump is not None:
+            self._ended(spec, span, started, self._cancelled(spec, call))
+            return
+        self._metrics.ended(call.tool_name, "cancelled", time.perf_counter() - started)
+        end_call_span(
+            span,
+            "cancelled",
+            _CANCELLED.format(spec.name),
+            tool_name=call.tool_name,
+            call_id=spec.call_id
+            or (call.label or call.task_id if isinstance(call, Pending) else call.task_id),
+        )
+
     def _cancelled(self, spec: CallSpec, call: "Pending | TaskErrorMessage") -> TaskErrorMessage:
         """The result a call the caller cancelled ends with, where it is recorded."""
-        text = f"Tool '{spec.name}' call was cancelled: cancelled by the caller."
+        text = _CANCELLED.format(spec.name)
         status = TaskStatus.CANCELLED
         if isinstance(call, Pending):
             return failed(self._source, call, text, "cancelled", status=status)

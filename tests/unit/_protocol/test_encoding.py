@@ -7,7 +7,7 @@ import pytest
 from pydantic import BaseModel
 
 from argentic_tools import CallContext, TaskMessage, TaskResultMessage, TaskStatus
-from argentic_tools._protocol.encoding import encode_fields
+from argentic_tools._protocol.encoding import constructed, encode_fields
 from argentic_tools._protocol.messages import encode
 
 TASK_VALUES: list[dict[str, Any]] = [
@@ -78,3 +78,27 @@ def test_encode_fields_writes_a_result_as_encode_does(extra: dict[str, Any]) -> 
     }
     expected = encode(TaskResultMessage.model_construct(**values))
     assert encode_fields(TaskResultMessage, values) == expected
+
+
+def test_constructed_equals_model_construct_with_fresh_ids() -> None:
+    values: dict[str, Any] = {
+        "task_id": "x",
+        "tool_id": "t",
+        "tool_name": "e",
+        "arguments": {"a": 1},
+    }
+    built = constructed(TaskMessage, values)
+    reference = TaskMessage.model_construct(**values)
+    assert built.model_dump(exclude={"timestamp", "message_id"}) == reference.model_dump(
+        exclude={"timestamp", "message_id"}
+    )
+    assert built.message_id != constructed(TaskMessage, values).message_id
+    assert built.arguments is values["arguments"]
+
+
+def test_constructed_refuses_a_model_with_a_mutable_default() -> None:
+    class Listing(BaseModel):
+        items: list[int] = []
+
+    with pytest.raises(TypeError, match=r"Listing\.items"):
+        constructed(Listing, {})

@@ -1,0 +1,92 @@
+"""run_all: many calls at once, started and cancelled a slice per turn of the event loop."""
+
+import asyncio
+import itertools
+
+import anyio
+import pytest
+
+from argentic_tools._agent.calls import batch
+from argentic_tools._agent.calls.batch import run_all
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_results_come_in_the_order_of_the_items() -> None:
+    async def double(n: int) -> int:
+        await asyncio.sleep(0.001 * (n % 3))
+        return 2 * n
+
+    assert await run_all(double, range(1000)) == [2 * n for n in range(1000)]
+
+
+async def test_an_empty_batch_returns_no_results() -> None:
+    async def never(n: int) -> int:
+        raise AssertionError
+
+    assert await run_all(never, []) == []
+
+
+async def test_each_turn_of_the_loop_starts_at_most_a_slice() -> None:
+    started: list[int] = []
+    turns: list[int] = []
+
+    async def call(n: int) -> None:
+        started.append(n)
+        await asyncio.sleep(3600)
+
+    async def count_turns() -> None:
+        while len(started) < 1000:
+            turns.append(len(started))
+            await asyncio.sleep(0)
+
+    counting = asyncio.ensure_future(count_turns())
+    running = asyncio.ensure_future(run_all(call, range(1000)))
+    with anyio.fail_after(10):
+        await counting
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    steps = [after - before for before, after in itertools.pairwise(turns)]
+    assert max(steps) <= batch.SLICE
+
+
+async def test_a_failing_call_raises_once_every_call_has_ended() -> None:
+    ended: list[int] = []
+
+    async def call(n: int) -> int:
+        if n == 0:
+            raise ValueError("boom")
+        await asyncio.sleep(0.01)
+        ended.append(n)
+        return n
+
+    with pytest.raises(ValueError, match="boom"):
+        await run_all(call, range(300))
+    assert sorted(ended) == list(range(1, 300))
+
+
+async def test_cancelling_ends_every_call_started_and_starts_no_more() -> None:
+    started: list[int] = []
+    cancelled: list[int] = []
+
+    async def call(n: int) -> None:
+        started.append(n)
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.append(n)
+            await asyncio.sleep(0.001)  # ending takes a while: it is awaited all the same
+            raise
+
+    running = asyncio.ensure_future(run_all(call, range(10 * batch.SLICE)))
+    with anyio.fail_after(10):
+        while len(started) < 2 * batch.SLICE:
+            await asyncio.sleep(0)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert sorted(cancelled) == sorted(started)
+    assert len(started) < 10 * batch.SLICE
+    # Newest slice first: calls still waiting end before the ones started earliest.
+    assert cancelled[0] >= len(started) - batch.SLICE
