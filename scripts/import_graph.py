@@ -141,6 +141,13 @@ def report(edges: dict[str, set[str]], sides: Iterable[str]) -> list[str]:
     ]
     for group in cycles(edges):
         lines.append("  cycle: " + " <-> ".join(group))
+    whole = longest_chain(edges, PACKAGE)
+    lines.append(
+        f"  longest chain {len(whole)}: "
+        + " -> ".join(m.removeprefix(PACKAGE + ".") for m in whole)
+        if whole
+        else "  longest chain: none (a cycle has no longest chain)"
+    )
     for side in sides:
         members = [m for m in edges if m.startswith(side + ".") and not _is_face(m, edges)]
         longest = longest_chain(edges, side)
