@@ -48,6 +48,7 @@ class Delivery:
         tasks: Owns the cancellations and tasks sent again (the manager's).
         reply_topic: Where a tool answers this manager, by tool id (None: on the
             shared response topic).
+        call_topic: Where tasks to a tool id go (None: ``topics.call``).
 
     """
 
@@ -59,6 +60,7 @@ class Delivery:
         logger: "logging.Logger | InstanceLogger",
         tasks: TaskSet,
         reply_topic: Callable[[str], str] | None = None,
+        call_topic: Callable[[str], str] | None = None,
     ) -> None:
         self.messager = messager
         self.topics = topics
@@ -66,6 +68,7 @@ class Delivery:
         self._logger = logger
         self._tasks = tasks
         self._reply_topic = reply_topic
+        self.call_topic = call_topic or topics.call
         self._sending = asyncio.Semaphore(messager.max_unacked if SENDING is None else SENDING)
 
     async def send(self, call: Pending) -> int:
@@ -103,7 +106,7 @@ class Delivery:
                     return 0
                 sent_on = self.messager.connections
                 # One topic string for all the tasks queued to a tool, not one per task.
-                topic = sys.intern(self.topics.call(tool_id))
+                topic = sys.intern(self.call_topic(tool_id))
                 await self.messager.publish(topic, functools.partial(self.encoded, call))
             if current.epoch is None or current.epoch >= self.messager.connections:
                 return sent_on
@@ -117,7 +120,7 @@ class Delivery:
             reason=reason,
         )
         return self._tasks.spawn(
-            publish_quietly(self.messager, self._logger, self.topics.call(call.tool_id), message),
+            publish_quietly(self.messager, self._logger, self.call_topic(call.tool_id), message),
             "cancel",
         )
 
@@ -132,7 +135,7 @@ class Delivery:
             publish_quietly(
                 self.messager,
                 self._logger,
-                self.topics.call(call.tool_id),
+                self.call_topic(call.tool_id),
                 functools.partial(self.encoded, call),
             ),
             "resend",
