@@ -107,6 +107,16 @@ class ToolManager(AsyncResource):
             other manager receives this one's results; tools also answer its
             announcement there. False: every result on ``{response_base}/{tool_id}``,
             as before protocol 2 (for broker ACLs that let tools write only that topic).
+        tenant: Identify this manager by its broker user name, which the broker
+            proves, instead of its client id, which any user can claim: tasks go out on
+            ``{call_base}/{tool_id}/{user}`` and results come back on
+            ``{response_base}/+/{user}``, for a broker ACL that lets each user write only
+            its own call level and read only its own inbox (mosquitto: ``pattern write
+            agent/tools/call/+/%u`` and ``pattern read agent/tools/response/+/%u``; see
+            ``docs/security.md``). Managers logged in as the same user share the inbox
+            and drop each other's results. Needs a user name and private replies; plain
+            Argentic tools, which listen on ``{call_base}/{tool_id}`` only, are not
+            reached.
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` from :meth:`async_init` (the ``[otel]``
             extra; see :func:`start_metrics_server`).
@@ -138,8 +148,17 @@ class ToolManager(AsyncResource):
         name_owners: Mapping[str, str] | None = None,
         private_replies: bool = True,
         metrics_port: int | None = None,
+        tenant: bool = False,
     ) -> None:
         self.messager = messager
+        user = messager.username
+        if tenant and (not private_replies or user is None or inbox_level(user) is None):
+            raise ValueError(
+                "ToolManager(tenant=True) needs private replies and a broker user name that "
+                f"can be one topic level (user: {user!r})"
+            )
+        self.tenant = tenant
+        """Whether tasks and results are keyed on the broker user (see ``tenant``)."""
         if topics is not None:
             register_topic, tool_call_topic_base = topics.register, topics.call_base
             tool_response_topic_base, status_topic = topics.response_base, topics.status
@@ -157,14 +176,28 @@ class ToolManager(AsyncResource):
         self._registry = ToolRegistry(max_tools, max_tools_per_client, name_owners)
         self.tools_by_id: dict[str, dict[str, Any]] = self._registry.tools_by_id
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
-        self.inbox = inbox_level(messager.client_id) if private_replies else None
-        """This manager's own topic level (its client id), or None without private replies."""
+        self.inbox = (
+            (user if tenant else inbox_level(messager.client_id)) if private_replies else None
+        )
+        """This manager's own topic level (its client id, or its broker user name with
+        ``tenant``), or None without private replies."""
+        call_topic = (
+            functools.partial(self.topics.call_from, sender=user)
+            if tenant and user is not None
+            else None
+        )
         self._calls = CallBook(self._registry, messager.client_id)
         self._settling = Settling(messager, self._registry)
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
         self._liveness = Liveness(
-            self._registry, messager, self.topics, self.inbox, self.logger, self._background
+            self._registry,
+            messager,
+            self.topics,
+            self.inbox,
+            self.logger,
+            self._background,
+            call_topic,
         )
         self._delivery = Delivery(
             messager,
@@ -173,6 +206,7 @@ class ToolManager(AsyncResource):
             self.logger,
             self._background,
             None if self.inbox is None else self._reply_topic,
+            call_topic,
         )
         self._membership = Membership(
             self._registry,

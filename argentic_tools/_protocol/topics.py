@@ -152,6 +152,34 @@ class Topics:
         """Topic on which the tool ``tool_id`` receives tasks."""
         return f"{self.call_base}/{tool_id}"
 
+    def call_from(self, tool_id: str, sender: str) -> str:
+        """Topic on which broker user ``sender`` sends tasks to ``tool_id``.
+
+        ``{call_base}/{tool_id}/{sender}``: a broker ACL that lets each user write only
+        its own level (mosquitto: ``pattern write agent/tools/call/+/%u``) makes the
+        topic proof of the sender, and the tool answers that user's inbox,
+        :meth:`reply` ``(tool_id, sender)``, whatever the task's ``reply_to`` says.
+
+        Raises:
+            ValueError: ``sender`` is not a single topic level.
+
+        """
+        if not sender or _FORBIDDEN_IN_LEVEL.search(sender):
+            raise ValueError(f"{sender!r} cannot be a topic level")
+        return f"{self.call_base}/{tool_id}/{sender}"
+
+    def senders_filter(self, tool_id: str) -> str:
+        """Subscription filter matching every :meth:`call_from` topic of ``tool_id``."""
+        return f"{self.call_base}/{tool_id}/+"
+
+    def sender_of(self, topic: str, tool_id: str) -> str | None:
+        """The sender level of a :meth:`call_from` topic of ``tool_id``; None for any other."""
+        prefix = f"{self.call_base}/{tool_id}/"
+        if not topic.startswith(prefix):
+            return None
+        sender = topic[len(prefix) :]
+        return sender if sender and _FORBIDDEN_IN_LEVEL.search(sender) is None else None
+
     def response(self, tool_id: str) -> str:
         """Topic on which the tool ``tool_id`` publishes results."""
         return f"{self.response_base}/{tool_id}"

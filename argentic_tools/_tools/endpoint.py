@@ -139,7 +139,8 @@ class ToolEndpoint:
         """
         await self.tool.warm_up()
         await StatusRouter.of(self.messager, self.topics.status).add(self)
-        await self.messager.subscribe(self.topics.call(self.tool_id), self._on_task)
+        for topic in self._call_topics(self.tool_id):
+            await self.messager.subscribe(topic, self._on_task)
         self.messager.add_reconnect_hook(self.register_again)
 
     async def register(self, *, confirm_timeout: float = 1.0, attempts: int = 3) -> str:
@@ -185,8 +186,9 @@ class ToolEndpoint:
         self._stopped = True
         self.messager.remove_reconnect_hook(self.register_again)
         # Each step on its own: a failed unsubscribe must not keep the router's reference.
-        with contextlib.suppress(Exception):
-            await self.messager.unsubscribe(self.topics.call(self.tool_id), self._on_task)
+        for topic in self._call_topics(self.tool_id):
+            with contextlib.suppress(Exception):
+                await self.messager.unsubscribe(topic, self._on_task)
         with contextlib.suppress(Exception):
             await StatusRouter.of(self.messager, self.topics.status).remove(self)
         if announce and self.messager.is_connected():
@@ -355,11 +357,17 @@ class ToolEndpoint:
             self._on_task(message)
 
     async def _adopt(self, tool_id: str) -> None:
-        old = self.topics.call(self.tool_id)
+        old = self._call_topics(self.tool_id)
         self.tool_id = tool_id
-        await self.messager.subscribe(self.topics.call(tool_id), self._on_task)
-        await self.messager.unsubscribe(old, self._on_task)
+        for topic in self._call_topics(tool_id):
+            await self.messager.subscribe(topic, self._on_task)
+        for topic in old:
+            await self.messager.unsubscribe(topic, self._on_task)
         self._registrations.clear()
+
+    def _call_topics(self, tool_id: str) -> tuple[str, str]:
+        """The shared call topic, and the one per sending broker user (``call_from``)."""
+        return self.topics.call(tool_id), self.topics.senders_filter(tool_id)
 
     # -- receiving ---------------------------------------------------------------
 
@@ -375,11 +383,18 @@ class ToolEndpoint:
         except ProtocolError as exc:
             self._drops.drop(message.topic, str(exc))
             return
+        # On a sender's own call topic the broker proves who sent the task (its ACL lets
+        # each user write only its own level): the answer goes to that user's inbox and
+        # nowhere else, and the user is part of the caller in the task record.
+        sender = self.topics.sender_of(message.topic, self.tool_id)
+        if sender is None and message.topic != self.topics.call(self.tool_id):
+            self._drops.drop(message.topic, "not a call topic of this tool")
+            return
         if isinstance(task, ToolCancelMessage):
-            self._cancel(task)
+            self._cancel(task, sender)
             return
         if isinstance(task, ToolPingMessage):
-            self._pong(task)
+            self._pong(task, sender)
             return
         if type(task) is not TaskMessage:
             self._drops.drop(message.topic, f"expected a TASK message, got {task.type}")
@@ -387,9 +402,11 @@ class ToolEndpoint:
         if task.tool_id != self.tool_id:
             self._drops.drop(message.topic, f"task for tool id {task.tool_id!r}, not this tool")
             return
+        if sender is not None:
+            task = self._answer_sender(task, sender)
         # The record is keyed by caller and task id: one caller's ids can never select
         # another caller's recorded reply.
-        key = record_key(task.source, task.task_id)
+        key = record_key(caller(task.source, sender), task.task_id)
         seen = self._recent.get(key)
         # The time left is measured from this receipt with the caller's timeout: the
         # absolute deadline on the wire comes from the caller's clock, which may be off.
@@ -418,9 +435,18 @@ class ToolEndpoint:
         control.runner = self._start(key, serving, "serve")
         control.runner.add_done_callback(lambda _: self._controls.pop(key, None))
 
-    def _cancel(self, cancel: ToolCancelMessage) -> None:
+    def _answer_sender(self, task: TaskMessage, sender: str) -> TaskMessage:
+        """``task`` answered on ``sender``'s inbox, the only reply topic it may name."""
+        reply_to = self.topics.reply(self.tool_id, sender)
+        if task.reply_to != reply_to:
+            if task.reply_to is not None:
+                self._drops.drop(task.reply_to, f"reply_to is not the inbox of user {sender!r}")
+            task = task.model_copy(update={"reply_to": reply_to})
+        return task
+
+    def _cancel(self, cancel: ToolCancelMessage, sender: str | None = None) -> None:
         """A caller cancelled its task: answer ``cancelled`` now, and stop the work."""
-        key = record_key(cancel.source, cancel.task_id)
+        key = record_key(caller(cancel.source, sender), cancel.task_id)
         control = self._controls.get(key)
         if control is None or control.finished or cancel.tool_id not in (None, self.tool_id):
             return  # finished, never seen, or another caller's task id: nothing to stop
@@ -440,9 +466,12 @@ class ToolEndpoint:
         runner.add_done_callback(lambda _: self._tasks.pop(key, None))
         return runner
 
-    def _pong(self, ping: ToolPingMessage) -> None:
+    def _pong(self, ping: ToolPingMessage, sender: str | None = None) -> None:
         """A manager asks whether this instance is alive: answer at once."""
         if ping.tool_id != self.tool_id or ping.reply_to is None:
+            return
+        if sender is not None and ping.reply_to != self.topics.reply(self.tool_id, sender):
+            self._drops.drop(ping.reply_to, f"reply_to is not the inbox of user {sender!r}")
             return
         if not self.topics.is_reply_topic(ping.reply_to, self.tool_id):
             self._drops.drop(ping.reply_to, "reply_to is not one of this tool's reply topics")
@@ -456,6 +485,15 @@ class ToolEndpoint:
         with contextlib.suppress(TimeoutError, BrokerError):
             async with asyncio.timeout(5):
                 await self.messager.publish(topic, pong)
+
+
+def caller(source: str | None, sender: str | None) -> str | None:
+    """Who a task is from, for the task record.
+
+    The broker user proven by the call topic it came on (if any), and the client id it
+    claims.
+    """
+    return source if sender is None else f"{sender}\x00{source or ''}"
 
 
 EARLY_TASKS = 256

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,6 +34,7 @@ from tests.support.secure_broker import (
     derive_config,
     stop_process,
     wait_until_listening,
+    write_tenant_acl,
 )
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +46,17 @@ STARTUP = 30
 
 PASSWORDS = {
     user: f"{user}-secret"
-    for user in ("agent", "calculator", "units", "weather", "files", "clock", "slow")
+    for user in (
+        "agent",
+        "calculator",
+        "units",
+        "weather",
+        "files",
+        "clock",
+        "slow",
+        "alice",
+        "bob",
+    )
 }
 
 
@@ -71,6 +82,19 @@ class SecureBroker:
 
 @pytest.fixture
 def secure_broker(tmp_path: Path) -> Iterator[SecureBroker]:
+    with running_secure_broker(tmp_path, ACL) as broker:
+        yield broker
+
+
+@pytest.fixture
+def tenant_broker(tmp_path: Path) -> Iterator[SecureBroker]:
+    """The shipped configuration with the tenants' blocks of docs/security.md."""
+    with running_secure_broker(tmp_path, write_tenant_acl(tmp_path / "tenants.acl")) as broker:
+        yield broker
+
+
+@contextmanager
+def running_secure_broker(tmp_path: Path, acl: Path) -> Iterator[SecureBroker]:
     binary = find_mosquitto()
     if binary is None:
         message = "mosquitto is not installed (run `make test`, which installs it)"
@@ -81,7 +105,7 @@ def secure_broker(tmp_path: Path) -> Iterator[SecureBroker]:
     write_password_file(password_file)
     port = free_port()
     config = tmp_path / "mosquitto.conf"
-    config.write_text(derive_config(port, password_file))
+    config.write_text(derive_config(port, password_file, acl=acl))
     log_path = tmp_path / "mosquitto.log"
     with log_path.open("wb") as log:
         process = subprocess.Popen(
@@ -259,8 +283,9 @@ def test_acl_gives_each_tool_only_its_own_topics() -> None:
         calls: set[str] = set()
         answers: set[str] = set()
         for access, topic in own:
-            # A tool answers on its response topic and each caller's reply topic below it.
-            topic = topic.removesuffix("/#") if access == "write" else topic
+            # A tool reads its tasks from the agent and from each tenant below its call
+            # topic, and answers on its response topic and each caller's reply topic.
+            topic = topic.removesuffix("/#")
             level, _, tool_id = topic.rpartition("/")
             assert (access, level) in {
                 ("read", "agent/tools/call"),
@@ -423,3 +448,157 @@ async def test_a_name_reserved_for_a_user_is_refused_to_everyone_else(
             ):
                 pass
         assert manager.get_tool_names() == []
+
+
+# -- tenants: two agent users and a tool's user, as docs/security.md sets them up ----------
+
+
+@asynccontextmanager
+async def tenants_and_calculator(
+    broker: SecureBroker,
+) -> AsyncIterator[tuple[ToolManager, ToolManager]]:
+    """Managers of tenants alice and bob, and the calculator tool run by its own user."""
+    from argentic_tools import ToolService, tool
+
+    @tool(name="calculate")
+    def calculate(expression: str) -> str:
+        """Echo the expression, so a result shows whose task it was."""
+        return f"calculator: {expression}"
+
+    async with (
+        ToolService(
+            url_of(broker, "calculator"), [calculate], tool_ids={"calculate": "calculator"}
+        ),
+        Messager(url_of(broker, "alice"), client_id="alice-agent", will_topic=None) as alice_bus,
+        Messager(url_of(broker, "bob"), client_id="bob-agent", will_topic=None) as bob_bus,
+        ToolManager(alice_bus, tenant=True) as alice,
+        ToolManager(bob_bus, tenant=True) as bob,
+    ):
+        for manager in (alice, bob):
+            await manager.wait_for_tool("calculate", timeout=TIMEOUT)
+        yield alice, bob
+
+
+async def calculate(manager: ToolManager, expression: str) -> None:
+    result = await manager.execute_tool("calculate", {"expression": expression}, timeout=TIMEOUT)
+    assert result.ok, result
+    assert result.result == f"calculator: {expression}"
+
+
+async def messages_until(client: aiomqtt.Client, marker: bytes) -> list[aiomqtt.Message]:
+    """Every message ``client`` receives up to and including the first containing ``marker``."""
+    seen = []
+    with anyio.fail_after(TIMEOUT):
+        async for message in client.messages:
+            seen.append(message)
+            assert isinstance(message.payload, bytes)
+            if marker in message.payload:
+                return seen
+    raise AssertionError("the connection closed")
+
+
+async def test_a_tenant_cannot_read_another_tenants_tasks(tenant_broker: SecureBroker) -> None:
+    async with (
+        tenants_and_calculator(tenant_broker) as (alice, bob),
+        tenant_broker.client("alice") as spy,
+    ):
+        await spy.subscribe("#", qos=1)
+        await calculate(bob, "bob-secret")
+        # Alice's own call comes after Bob's: its result on her inbox is the marker.
+        await calculate(alice, "alice-marker")
+        seen = await messages_until(spy, b"alice-marker")
+
+    assert [m.topic.value for m in seen if b"bob-secret" in bytes(m.payload)] == []
+    assert seen[-1].topic.value == "agent/tools/response/calculator/alice"
+
+
+async def test_a_task_from_one_tenant_is_answered_only_to_that_tenant(
+    tenant_broker: SecureBroker,
+) -> None:
+    from argentic_tools import TaskMessage
+    from argentic_tools._protocol.messages import encode
+
+    bobs_inbox = "agent/tools/response/calculator/bob"
+
+    def forged(task_id: str, expression: str) -> bytes:
+        return encode(
+            TaskMessage(
+                source="bob-agent",
+                task_id=task_id,
+                tool_id="calculator",
+                tool_name="calculate",
+                arguments={"expression": expression},
+                reply_to=bobs_inbox,
+            )
+        )
+
+    async with (
+        tenants_and_calculator(tenant_broker) as (_, bob),
+        tenant_broker.client("alice") as mallory,
+        tenant_broker.client("bob") as bobs_view,
+    ):
+        await mallory.subscribe("agent/tools/response/#", qos=1)
+        await bobs_view.subscribe(bobs_inbox, qos=1)
+        # On the shared call topic and on Bob's level: mosquitto drops both.
+        await mallory.publish("agent/tools/call/calculator", forged("f1", "forged-1"), qos=1)
+        await mallory.publish("agent/tools/call/calculator/bob", forged("f2", "forged-2"), qos=1)
+        # On her own level: the tool runs it, and answers her.
+        await mallory.publish("agent/tools/call/calculator/alice", forged("f3", "forged-3"), qos=1)
+        answered = await messages_until(mallory, b"forged-3")
+        await calculate(bob, "bob-marker")
+        bob_got = await messages_until(bobs_view, b"bob-marker")
+
+    assert [m.topic.value for m in answered] == ["agent/tools/response/calculator/alice"]
+    assert [bytes(m.payload).count(b"forged") for m in bob_got] == [0]
+
+
+async def test_a_tenant_taking_another_tenants_client_id_receives_none_of_its_results(
+    tenant_broker: SecureBroker,
+) -> None:
+    def thief() -> aiomqtt.Client:
+        """Alice, connecting with the client id of Bob's manager."""
+        return aiomqtt.Client(
+            "127.0.0.1",
+            tenant_broker.port,
+            identifier="bob-agent",
+            username="alice",
+            password=PASSWORDS["alice"],
+            timeout=TIMEOUT,
+        )
+
+    # Holding the id, she waits for what reaches it: the tool answers Bob's inbox.
+    # (Bob's manager is not connected yet, or it would take its id straight back.)
+    async with thief() as spy, tenant_broker.client("calculator") as calculator:
+        await spy.subscribe("#", qos=1)
+        await calculator.publish("agent/tools/response/calculator/bob", b"bob-result", qos=1)
+        await calculator.publish("agent/tools/response/calculator/alice", b"alice-marker", qos=1)
+        stolen = await messages_until(spy, b"alice-marker")
+    assert [m.payload for m in stolen] == [b"alice-marker"]
+
+    async with tenants_and_calculator(tenant_broker) as (_, bob):
+        await calculate(bob, "before")
+        # Taking the id disconnects Bob's manager, which connects again; its calls go on.
+        await take_client_id(tenant_broker.port, "bob-agent", "alice")
+        await calculate(bob, "after")
+
+
+async def take_client_id(port: int, client_id: str, user: str) -> None:
+    """Connect as ``user`` with ``client_id`` (a bare MQTT 3.1.1 CONNECT), and leave.
+
+    A raw socket, because the client it displaces connects again at once and takes the
+    id back, which may cut a full client off while it is still setting up.
+    """
+
+    def field(text: str) -> bytes:
+        data = text.encode()
+        return len(data).to_bytes(2, "big") + data
+
+    flags = 0b1100_0010  # user name, password, clean session
+    body = field("MQTT") + bytes([4, flags]) + (60).to_bytes(2, "big")
+    body += field(client_id) + field(user) + field(PASSWORDS[user])
+    assert len(body) < 128  # the remaining length fits one byte
+    with anyio.fail_after(TIMEOUT):
+        async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+            await stream.send(bytes([0x10, len(body)]) + body)
+            connack = await stream.receive(4)
+    assert connack == b"\x20\x02\x00\x00", connack  # accepted

@@ -3,6 +3,7 @@ on it: shared by the tests of mosquitto-secure.conf and of docker-compose.secure
 
 import os
 import pwd
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -13,11 +14,14 @@ from .processes import ROOT
 
 SECURE_CONF = ROOT / "mosquitto-secure.conf"
 ACL = ROOT / "mosquitto.acl"
+SECURITY_DOC = ROOT / "docs" / "security.md"
 TIMEOUT = 10
 """Bound on the broker starting to listen, and on a process stopping."""
 
 
-def derive_config(port: int, password_file: Path, *, stay_who_we_are: bool = True) -> str:
+def derive_config(
+    port: int, password_file: Path, *, stay_who_we_are: bool = True, acl: Path = ACL
+) -> str:
     """The shipped secure configuration, rewritten to run inside a test.
 
     With ``stay_who_we_are`` false, a broker started as root becomes the `mosquitto`
@@ -26,7 +30,7 @@ def derive_config(port: int, password_file: Path, *, stay_who_we_are: bool = Tru
     replacements = {
         "listener 1883": f"listener {port} 127.0.0.1",
         "password_file": f"password_file {password_file}",
-        "acl_file": f"acl_file {ACL}",
+        "acl_file": f"acl_file {acl}",
         "persistence true": "persistence false",
         "persistence_location": None,
     }
@@ -48,6 +52,25 @@ def derive_config(port: int, password_file: Path, *, stay_who_we_are: bool = Tru
         # the password file, which that user cannot reach under tmp_path.
         lines.append(f"user {pwd.getpwuid(os.geteuid()).pw_name}")
     return "\n".join(lines) + "\n"
+
+
+def tenant_blocks() -> str:
+    """The tenants' ACL blocks docs/security.md shows (its fenced block of ``user`` lines)."""
+    blocks = re.findall(r"^```text\n(user .*?)^```", SECURITY_DOC.read_text(), re.M | re.S)
+    assert len(blocks) == 1, f"expected one block of tenant users in {SECURITY_DOC.name}"
+    return str(blocks[0])
+
+
+def write_tenant_acl(path: Path) -> Path:
+    """mosquitto.acl set up for tenants as docs/security.md says.
+
+    The `agent` block is replaced by the tenants' blocks.
+    """
+    text = ACL.read_text()
+    agent = re.search(r"^user agent\n(?:topic .*\n)+", text, re.M)
+    assert agent is not None, f"no `user agent` block in {ACL.name}"
+    path.write_text(text[: agent.start()] + tenant_blocks() + text[agent.end() :])
+    return path
 
 
 def wait_until_listening(process: subprocess.Popen[bytes], port: int, log_path: Path) -> None:

@@ -49,6 +49,7 @@ class Delivery:
         tasks: Owns the cancellations and tasks sent again (the manager's).
         reply_topic: Where a tool answers this manager, by tool id (None: on the
             shared response topic).
+        call_topic: Where tasks to a tool id go (None: ``topics.call``).
 
     """
 
@@ -60,6 +61,7 @@ class Delivery:
         logger: "logging.Logger | InstanceLogger",
         tasks: TaskSet,
         reply_topic: Callable[[str], str] | None = None,
+        call_topic: Callable[[str], str] | None = None,
     ) -> None:
         self.messager = messager
         self.topics = topics
@@ -67,6 +69,7 @@ class Delivery:
         self._logger = logger
         self._tasks = tasks
         self._reply_topic = reply_topic
+        self.call_topic = call_topic or topics.call
         # A Window, not an asyncio.Semaphore: a semaphore's waiter that is cancelled
         # removes itself from the middle of its queue (a scan of the queue each), and
         # ending thousands of queued calls newest first (a cancelled batch) was quadratic.
@@ -111,7 +114,7 @@ class Delivery:
                 # waiting for its turn, the call is the manager's alone and ends quietly.
                 call.published = True
                 # One topic string for all the tasks queued to a tool, not one per task.
-                topic = sys.intern(self.topics.call(tool_id))
+                topic = sys.intern(self.call_topic(tool_id))
                 await self.messager.publish(topic, functools.partial(self.encoded, call))
             finally:
                 self._sending.release()
@@ -127,7 +130,7 @@ class Delivery:
             reason=reason,
         )
         return self._tasks.spawn(
-            publish_quietly(self.messager, self._logger, self.topics.call(call.tool_id), message),
+            publish_quietly(self.messager, self._logger, self.call_topic(call.tool_id), message),
             "cancel",
         )
 
@@ -142,7 +145,7 @@ class Delivery:
             publish_quietly(
                 self.messager,
                 self._logger,
-                self.topics.call(call.tool_id),
+                self.call_topic(call.tool_id),
                 functools.partial(self.encoded, call),
             ),
             "resend",

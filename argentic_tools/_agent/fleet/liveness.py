@@ -16,6 +16,7 @@ holder once and says whether its process answered in time.
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 from ..._lifecycle import TaskSet
 from ..._logging import InstanceLogger
@@ -47,6 +48,7 @@ class Liveness:
         inbox: The manager's own level, where pongs come back (None: no probes).
         logger: The manager's logger.
         tasks: Owns the probing task (the manager cancels it on close).
+        call_topic: Where pings to a tool id go (None: ``topics.call``).
 
     """
 
@@ -58,6 +60,7 @@ class Liveness:
         inbox: str | None,
         logger: InstanceLogger,
         tasks: TaskSet,
+        call_topic: Callable[[str], str] | None = None,
     ) -> None:
         self.registry = registry
         self.messager = messager
@@ -65,6 +68,7 @@ class Liveness:
         self.inbox = inbox
         self.logger = logger
         self._tasks = tasks
+        self.call_topic = call_topic or topics.call
         self._suspects: dict[str, Entry] = {}
         # Who answers() waits to hear from: (tool id, process client id) -> waiters.
         self._asked: dict[tuple[str, str | None], set[asyncio.Future[None]]] = {}
@@ -111,7 +115,7 @@ class Liveness:
         )
         try:
             async with asyncio.timeout(within):
-                await self.messager.publish(self.topics.call(entry.info.id), encode(ping))
+                await self.messager.publish(self.call_topic(entry.info.id), encode(ping))
                 await waiter
         except TimeoutError:
             return False
@@ -174,5 +178,5 @@ class Liveness:
                     )
                     with contextlib.suppress(Exception):
                         async with asyncio.timeout(PROBE_SECONDS):
-                            await self.messager.publish(self.topics.call(tool_id), encode(ping))
+                            await self.messager.publish(self.call_topic(tool_id), encode(ping))
             await asyncio.sleep(PROBE_SECONDS)
