@@ -167,6 +167,7 @@ class Dashboard:
         with listener:
             for topic in self._topics:
                 await self.observer.subscribe(topic, self._on_message)
+            self.calls.observing()
             try:
                 self._follow(time.time())
                 async with anyio.create_task_group() as group:
