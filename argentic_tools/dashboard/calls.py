@@ -16,6 +16,13 @@ Some outcomes never cross the bus as a result, and are inferred:
 - a pending call whose tool leaves the registry (Last Will, unregistration) fails
   with ``tool_offline``, as it does for its caller.
 
+The dashboard may miss messages: a broker drops those of a client that falls too far
+behind (mosquitto's ``Outgoing messages are being dropped``). A result whose task
+never arrives, though the task was sent after the dashboard subscribed, is such a loss
+(counted in ``lost``). While losses happen, a call without a result past its timeout
+ends as ``unknown`` (``result_not_seen``), not as a timeout: its result may well have
+been sent, and the result, should it arrive after all, still counts.
+
 Everything is bounded: the recent calls, the calls still pending, the size of the
 arguments and results kept, and the latency samples (per tool, in buckets of
 :data:`BUCKET_SECONDS` over :data:`WINDOW_SECONDS`).
@@ -60,8 +67,12 @@ WINDOW_SECONDS = 600
 """How far back the latency chart reaches."""
 SAMPLES_PER_BUCKET = 2_000
 """Durations kept per tool and bucket for its percentiles (the count goes on)."""
+TASK_GRACE_SECONDS = 2.0
+"""A result's task not seen this long after the result counts as a lost message."""
+LOSS_WINDOW_SECONDS = 10.0
+"""A call started this long before a lost message, or later, may have lost its result."""
 
-ENDED = ("success", "error", "timeout", "cancelled")
+ENDED = ("success", "error", "timeout", "cancelled", "unknown")
 """The statuses of a call that has ended; a pending one is ``running``."""
 
 
@@ -156,6 +167,18 @@ class CallLog:
         """Ended calls by status, and ``started``."""
         self._started_per_second: Counter[int] = Counter()
         self._latency: dict[str, dict[int, _Bucket]] = {}
+        self.lost = 0
+        """Messages the dashboard knows it missed (tasks of results it saw)."""
+        self._since = time.monotonic()
+        self._last_loss: float | None = None
+        self._orphans: deque[tuple[float, CallRecord]] = deque(maxlen=MAX_PENDING)
+
+    def observing(self, since: float | None = None) -> None:
+        """The observer is subscribed since ``since`` (monotonic; now when None).
+
+        A result whose task was sent earlier is no loss: the dashboard was not there.
+        """
+        self._since = time.monotonic() if since is None else since
 
     # -- what arrives ------------------------------------------------------------
 
@@ -197,12 +220,17 @@ class CallLog:
     ) -> CallRecord | None:
         """A result seen on a response topic; the record, or None for one already ended."""
         record = self._by_id.get(message.task_id)
-        if record is not None and record.status != "running":
+        if record is not None and record.status not in ("running", "unknown"):
             return None  # a repeated reply: the first one counts
         if record is None:
             record = CallRecord(message.task_id, message.tool_name, message.tool_id)
             record.arguments = _kept(message.arguments, payload_bytes)
             self._admit(record)
+            if message.duration_ms is not None:
+                sent = time.monotonic() - message.duration_ms / 1000
+                if sent > self._since + TIMEOUT_GRACE_SECONDS:
+                    # Its task may still come (another topic); sweep() decides.
+                    self._orphans.append((time.monotonic(), record))
         status = _status(message.status, record.cancel_reason)
         record.tool_duration_ms = message.duration_ms
         if record.started is not None:
@@ -265,6 +293,11 @@ class CallLog:
     def sweep(self) -> list[CallRecord]:
         """End the pending calls whose caller has surely given up; the records that ended."""
         now = time.monotonic()
+        while self._orphans and self._orphans[0][0] < now - TASK_GRACE_SECONDS:
+            seen_at, orphan = self._orphans.popleft()
+            if not orphan.task_seen:
+                self.lost += 1
+                self._last_loss = max(self._last_loss or seen_at, seen_at)
         ended = []
         for record in list(self._pending.values()):
             if record.started is None:
@@ -272,16 +305,34 @@ class CallLog:
             waited = now - record.started
             if record.timeout is not None and waited > record.timeout + TIMEOUT_GRACE_SECONDS:
                 record.duration_ms = waited * 1000
-                self._end(
-                    record,
-                    "timeout",
-                    error=f"No result within the call's timeout of {record.timeout:g} s.",
-                    error_code="timeout",
-                )
+                if self._losing(record.started):
+                    self._end(
+                        record,
+                        "unknown",
+                        error=(
+                            f"No result seen within the call's timeout of {record.timeout:g} s, "
+                            f"while the dashboard missed messages from the broker ({self.lost} "
+                            "so far): the call may have succeeded."
+                        ),
+                        error_code="result_not_seen",
+                    )
+                else:
+                    self._end(
+                        record,
+                        "timeout",
+                        error=f"No result within the call's timeout of {record.timeout:g} s.",
+                        error_code="timeout",
+                    )
                 ended.append(record)
             elif record.timeout is None and waited > FORGET_UNBOUNDED_SECONDS:
                 self._forget(record)
         return ended
+
+    def _losing(self, started: float) -> bool:
+        """Whether messages were lost, or may be (results still without their task), lately."""
+        if self._last_loss is not None and self._last_loss >= started - LOSS_WINDOW_SECONDS:
+            return True
+        return any(not orphan.task_seen for _, orphan in self._orphans)
 
     # -- what is shown -----------------------------------------------------------
 
@@ -308,6 +359,8 @@ class CallLog:
             "failed": self.counts["error"],
             "timed_out": self.counts["timeout"],
             "cancelled": self.counts["cancelled"],
+            "not_seen": self.counts["unknown"],
+            "lost": self.lost,
             "in_flight": len(self._pending),
         }
 
@@ -363,6 +416,7 @@ class CallLog:
         error_code: str | None = None,
         details: Any = None,
     ) -> None:
+        was_unknown = record.status == "unknown"
         record.status = status
         record.result = result
         record.error = error
@@ -370,12 +424,15 @@ class CallLog:
         record.details = details
         record.ended_at = time.time()
         self._pending.pop(record.task_id, None)
+        self.counts[status] += 1
+        if was_unknown:  # its result came after all: already listed and sampled
+            self.counts["unknown"] -= 1
+            return
         if len(self._recent) == self._recent.maxlen:
             evicted = self._recent[0]
             if self._by_id.get(evicted.task_id) is evicted:
                 del self._by_id[evicted.task_id]
         self._recent.append(record)
-        self.counts[status] += 1
         self._sample(record)
 
     def _sample(self, record: CallRecord) -> None:

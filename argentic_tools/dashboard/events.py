@@ -3,24 +3,33 @@
 Each page holds one ``GET /api/events`` stream. It starts with a ``snapshot`` (the
 whole state), then receives each change as it happens: ``call`` (a call started or
 ended), ``tick`` (counters and the latest latency buckets, every second), ``fleet``
-and ``tools``. A page that reconnects (EventSource does so by itself) gets a fresh
-snapshot, so nothing is lost by dropping a page that reads too slowly: its queue is
-bounded, and when it overflows the stream ends and the page starts again.
+and ``tools``.
+
+Events are delivered in batches, at most one every :data:`FLUSH_SECONDS`: what is
+published meanwhile waits, a call's later state replaces its earlier one in the
+waiting batch, and each batch is encoded once for every page. So the work per
+message the dashboard observes stays the same however many pages are open, and the
+observer keeps up with the bus (a page woken for each event cost the observer so
+much time that mosquitto dropped its messages).
+
+A page that reconnects (EventSource does so by itself) gets a fresh snapshot, so
+nothing is lost by dropping a page that reads too slowly: its queue is bounded, and
+when it overflows the stream ends and the page starts again.
 """
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from starlette.types import Receive, Scope, Send
 
-QUEUE_FRAMES = 10_000
-"""Frames queued for one page before it is dropped as too slow."""
-BATCH_FRAMES = 500
-"""Frames written to a page in one go when many are waiting."""
+FLUSH_SECONDS = 0.05
+"""Shortest time between two batches of events sent to the pages."""
+QUEUE_BATCHES = 400
+"""Batches queued for one page (20 s of a busy bus) before it is dropped as too slow."""
 PING_SECONDS = 15.0
 """Seconds of silence after which a comment line keeps proxies from closing the stream."""
 
@@ -32,10 +41,15 @@ def frame(kind: str, data: Any) -> bytes:
 
 
 class EventHub:
-    """Fans each event out to the open streams; never blocks the publisher."""
+    """Fans events out to the open streams in batches; never blocks the publisher.
+
+    :meth:`run` delivers the batches: the events wait until it runs.
+    """
 
     def __init__(self) -> None:
         self._streams: set[MemoryObjectSendStream[bytes]] = set()
+        self._waiting: dict[Hashable, tuple[str, Callable[[], Any]]] = {}
+        self._published = anyio.Event()
         self.closed = False
 
     @property
@@ -44,13 +58,38 @@ class EventHub:
         return bool(self._streams)
 
     def publish(self, kind: str, data: Any) -> None:
-        """Queue an event for every open stream (encoded once)."""
-        if not self._streams:
+        """Queue an event for every open stream, in the next batch."""
+        if self._streams:
+            self._waiting[object()] = (kind, lambda: data)
+            self._published.set()
+
+    def publish_latest(self, kind: str, key: Hashable, build: Callable[[], Any]) -> None:
+        """Queue an event built when its batch goes out; a later one with its key replaces it.
+
+        A call that starts and ends within one batch is sent once, as it ended, and
+        its data is built once for every page.
+        """
+        if self._streams:
+            self._waiting[(kind, key)] = (kind, build)
+            self._published.set()
+
+    async def run(self) -> None:
+        """Send the waiting events to every stream, at most every FLUSH_SECONDS, until cancelled."""
+        while True:
+            await self._published.wait()
+            self._published = anyio.Event()
+            self.flush()
+            await anyio.sleep(FLUSH_SECONDS)
+
+    def flush(self) -> None:
+        """Send the waiting events to every open stream now, encoded once."""
+        waiting, self._waiting = self._waiting, {}
+        if not waiting or not self._streams:
             return
-        encoded = frame(kind, data)
+        batch = b"".join(frame(kind, build()) for kind, build in waiting.values())
         for stream in list(self._streams):
             try:
-                stream.send_nowait(encoded)
+                stream.send_nowait(batch)
             except anyio.WouldBlock:
                 # Too slow: end its stream; its page reconnects and gets a snapshot.
                 self._streams.discard(stream)
@@ -60,8 +99,8 @@ class EventHub:
 
     @contextlib.contextmanager
     def subscribe(self) -> Iterator[MemoryObjectReceiveStream[bytes]]:
-        """A queue of the events published from now on, closed when the block ends."""
-        send, receive = anyio.create_memory_object_stream[bytes](QUEUE_FRAMES)
+        """A queue of the batches published from now on, closed when the block ends."""
+        send, receive = anyio.create_memory_object_stream[bytes](QUEUE_BATCHES)
         with send, receive:
             if self.closed:
                 send.close()
@@ -75,6 +114,7 @@ class EventHub:
     def close(self) -> None:
         """End every stream (the server is stopping); later subscribers end at once."""
         self.closed = True
+        self._waiting.clear()
         for stream in self._streams:
             stream.close()
         self._streams.clear()
@@ -126,20 +166,18 @@ class EventStream:
         body = frame("snapshot", self.snapshot())
         while True:
             await send({"type": "http.response.body", "body": body, "more_body": True})
-            frames: list[bytes] = []
+            batches: list[bytes] = []
             with anyio.move_on_after(PING_SECONDS):
                 try:
-                    frames.append(await queue.receive())
+                    batches.append(await queue.receive())
                 except anyio.EndOfStream:
                     return
-            while frames and len(frames) < BATCH_FRAMES:
+            while batches:  # the batches that waited while this page was written to
                 try:
-                    frames.append(queue.receive_nowait())
-                except anyio.WouldBlock:
+                    batches.append(queue.receive_nowait())
+                except (anyio.WouldBlock, anyio.EndOfStream):
                     break
-                except anyio.EndOfStream:
-                    break
-            body = b"".join(frames) if frames else b": ping\n\n"
+            body = b"".join(batches) if batches else b": ping\n\n"
 
 
 async def _cancel_on_disconnect(receive: Receive, scope: anyio.CancelScope) -> None:

@@ -167,9 +167,11 @@ class Dashboard:
         with listener:
             for topic in self._topics:
                 await self.observer.subscribe(topic, self._on_message)
+            self.calls.observing()
             try:
                 self._follow(time.time())
                 async with anyio.create_task_group() as group:
+                    group.start_soon(self.hub.run, name="dashboard:events")
                     group.start_soon(self._follow_registry, name="dashboard:registry")
                     group.start_soon(self._poll_stats, name="dashboard:stats")
                     group.start_soon(self._tick, name="dashboard:tick")
@@ -265,8 +267,8 @@ class Dashboard:
             record = self.calls.task(parsed, size)
         elif isinstance(parsed, ToolCancelMessage):
             self.calls.cancel(parsed)
-        if record is not None and self.hub.listening:
-            self.hub.publish("call", record.summary())
+        if record is not None:
+            self._publish_call(record)
 
     # -- background work ---------------------------------------------------------
 
@@ -274,7 +276,7 @@ class Dashboard:
         """Bring the fleet and the form's tools in line with the manager's registry."""
         for tool_id in self.fleet.sync(self.manager.tools_by_id, now):
             for record in self.calls.tool_gone(tool_id):
-                self.hub.publish("call", record.summary())
+                self._publish_call(record)
         seen = sorted(
             (entry["id"], entry["name"], entry["parameters"])
             for entry in self.manager.tools_by_id.values()
@@ -313,6 +315,9 @@ class Dashboard:
             self._publish_fleet(now)
             await anyio.sleep(max(0.0, started + self.stats_interval - anyio.current_time()))
 
+    def _publish_call(self, record: CallRecord) -> None:
+        self.hub.publish_latest("call", record.task_id, record.summary)
+
     def _publish_fleet(self, now: float) -> None:
         if self.hub.listening:
             self.hub.publish("fleet", {"server_time": now, "fleet": self.fleet.view(now)})
@@ -321,7 +326,7 @@ class Dashboard:
         while True:
             await anyio.sleep(TICK_SECONDS)
             for record in self.calls.sweep():
-                self.hub.publish("call", record.summary())
+                self._publish_call(record)
             now = time.time()
             self.hub.publish(
                 "tick",
@@ -369,7 +374,7 @@ class Dashboard:
         )
         record = self.calls.local_result(result, arguments, thread_id)
         if record is not None:
-            self.hub.publish("call", record.summary())
+            self._publish_call(record)
         return _json(
             {
                 "task_id": result.task_id,

@@ -71,7 +71,7 @@ function pretty(value) {
 
 // -- counters ---------------------------------------------------------------------------
 
-const COUNTED = { success: "succeeded", error: "failed", timeout: "timed_out", cancelled: "cancelled" };
+const COUNTED = { success: "succeeded", error: "failed", timeout: "timed_out", cancelled: "cancelled", unknown: "not_seen" };
 
 function countLocally(before, after) {
   // Counters move with each call at once; the next tick brings the server's exact numbers.
@@ -80,15 +80,21 @@ function countLocally(before, after) {
   if (before === undefined && after === "running") counters.in_flight += 1;
   if (before === "running" && after !== "running") counters.in_flight = Math.max(0, counters.in_flight - 1);
   if ((before === undefined || before === "running") && COUNTED[after]) counters[COUNTED[after]] += 1;
+  if (before === "unknown" && COUNTED[after]) {  // its result came after all
+    counters.not_seen = Math.max(0, counters.not_seen - 1);
+    counters[COUNTED[after]] += 1;
+  }
   renderCounters(counters);
 }
 
 function renderCounters(counters) {
   state.counters = counters;
   $("c-rate").textContent = counters.rate.toFixed(counters.rate < 10 ? 1 : 0);
-  for (const key of ["succeeded", "failed", "timed_out", "cancelled", "in_flight"]) {
-    $(`c-${key}`).textContent = counters[key].toLocaleString();
+  for (const key of ["succeeded", "failed", "timed_out", "cancelled", "in_flight", "not_seen", "lost"]) {
+    $(`c-${key}`).textContent = (counters[key] ?? 0).toLocaleString();
   }
+  // Shown only once the dashboard knows it missed messages.
+  $("c-loss").hidden = !(counters.lost || counters.not_seen);
 }
 
 // -- recent calls -----------------------------------------------------------------------

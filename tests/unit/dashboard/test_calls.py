@@ -1,6 +1,7 @@
 """What the dashboard makes of the messages it sees, without a browser or a broker."""
 
 import json
+import time
 
 from argentic_tools import CallContext, TaskErrorMessage, TaskMessage, TaskResultMessage, TaskStatus
 from argentic_tools.dashboard.calls import CallLog
@@ -47,3 +48,83 @@ def test_a_result_too_large_to_keep_is_kept_as_a_preview() -> None:
     assert record is not None
     assert record.result["preview"] == json.dumps(big)[:2_000]
     assert "not_kept" in record.result
+
+
+def overdue(log: CallLog, task_id: str, timeout: float = 5.0) -> None:
+    """A task seen long enough ago that its caller has surely given up."""
+    task = TaskMessage(
+        task_id=task_id, tool_id="t1", tool_name="echo", arguments={}, timeout_seconds=timeout
+    )
+    record = log.task(task, 10)
+    assert record is not None and record.started is not None
+    record.started -= timeout + 2
+
+
+def test_a_call_without_a_result_while_no_message_was_lost_timed_out() -> None:
+    log = CallLog()
+    overdue(log, "quiet")
+    assert [(r.task_id, r.status) for r in log.sweep()] == [("quiet", "timeout")]
+    counters = log.counters()
+    assert (counters["timed_out"], counters["not_seen"], counters["lost"]) == (1, 0, 0)
+
+
+def test_while_messages_are_lost_a_call_without_a_result_is_unknown_not_timed_out() -> None:
+    log = CallLog()
+    log.observing(since=time.monotonic() - 60)
+    # A result whose task never arrives, though it was sent while the dashboard watched.
+    orphan = TaskResultMessage(
+        task_id="lost-task",
+        tool_id="t1",
+        tool_name="echo",
+        status=TaskStatus.SUCCESS,
+        result="a",
+        duration_ms=3.0,
+    )
+    assert log.result(orphan, 10) is not None
+    assert log.sweep() == []  # its task may still come: not yet a loss
+    assert log.counters()["lost"] == 0
+    log._orphans[0] = (time.monotonic() - 10, log._orphans[0][1])  # time passes
+    assert log.sweep() == []
+    assert log.counters()["lost"] == 1
+    overdue(log, "lost-result")
+    ended = log.sweep()
+    assert [(r.task_id, r.status, r.error_code) for r in ended] == [
+        ("lost-result", "unknown", "result_not_seen")
+    ]
+    assert "missed messages from the broker (1 so far)" in (ended[0].error or "")
+    counters = log.counters()
+    assert (counters["timed_out"], counters["not_seen"], counters["lost"]) == (0, 1, 1)
+    # Its result after all: it counts, once.
+    late = TaskResultMessage(
+        task_id="lost-result", tool_id="t1", tool_name="echo", status=TaskStatus.SUCCESS, result=1
+    )
+    record = log.result(late, 10)
+    assert record is not None and record.status == "success"
+    assert log.result(late, 10) is None
+    counters = log.counters()
+    assert (counters["succeeded"], counters["not_seen"]) == (2, 0)
+    assert [r.task_id for r in log.recent(10)].count("lost-result") == 1
+
+
+def test_a_result_whose_task_comes_later_or_was_sent_before_the_dashboard_is_no_loss() -> None:
+    log = CallLog()
+    log.observing(since=time.monotonic() - 60)
+    early = TaskResultMessage(
+        task_id="early", tool_id="t1", tool_name="echo", status=TaskStatus.SUCCESS, duration_ms=1.0
+    )
+    log.result(early, 10)
+    log.task(TaskMessage(task_id="early", tool_id="t1", tool_name="echo", arguments={}), 10)
+    log.observing()  # subscribed just now: a result of a task sent a minute ago
+    before = TaskResultMessage(
+        task_id="before",
+        tool_id="t1",
+        tool_name="echo",
+        status=TaskStatus.SUCCESS,
+        duration_ms=60_000.0,
+    )
+    log.result(before, 10)
+    log._orphans = type(log._orphans)(  # time passes
+        (seen - 10, record) for seen, record in log._orphans
+    )
+    log.sweep()
+    assert log.counters()["lost"] == 0
