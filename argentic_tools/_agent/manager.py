@@ -163,7 +163,13 @@ class ToolManager(AsyncResource):
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
         self._liveness = Liveness(
-            self._registry, messager, self.topics, self.inbox, self.logger, self._background
+            self._registry,
+            messager,
+            self.topics,
+            self.inbox,
+            self.logger,
+            self._background,
+            lambda entry: self._membership.retire(entry),
         )
         self._delivery = Delivery(
             messager,
