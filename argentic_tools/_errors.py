@@ -155,7 +155,11 @@ class ToolCancelledError(ToolCallError):
 
 
 class StreamInterruptedError(ToolCallError):
-    """Chunks of a streamed result were lost (a broker outage) and cannot be recovered."""
+    """A streamed result is broken: chunks were lost, or its caller left too many unread.
+
+    Lost in a broker outage, or a missing chunk did not come in time; or the caller
+    left more chunks unread than a stream holds. ``details`` say which.
+    """
 
     code = "stream_interrupted"
 

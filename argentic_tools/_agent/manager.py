@@ -197,7 +197,8 @@ class ToolManager(AsyncResource):
             self.inbox,
             self.logger,
             self._background,
-            call_topic,
+            call_topic=call_topic,
+            retire=lambda entry: self._membership.retire(entry),
         )
         self._delivery = Delivery(
             messager,

@@ -121,7 +121,9 @@ class ToolUnregisteredMessage(BaseMessage):
     tool_name: str | None = None
     """Name of the removed tool."""
     reason: str | None = None
-    """Why: ``"unregistered"``, ``"offline"`` or ``"replaced"``."""
+    """Why: ``"unregistered"``, ``"offline"``, ``"replaced"``, or ``"silent"`` (extension:
+    it answered no ping for a while; a process that reads this about its own tool id
+    registers again)."""
     target: str | None = None
     """Client id of the process whose tool was removed, when it may still be running
     (extension): a holder retired because another process took over its id after it

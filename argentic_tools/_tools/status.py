@@ -129,6 +129,13 @@ class StatusRouter:
             # successor.
             for endpoint in self.by_name.get(parsed.tool_name or "", ()):
                 endpoint.retired(parsed)
+        elif isinstance(parsed, ToolUnregisteredMessage) and parsed.reason == "silent":
+            # A manager retired this id because it answered no ping (this process was
+            # frozen, or its link was): it reads this once it runs again, so it answers
+            # now, and registers again.
+            for endpoint in self.by_name.get(parsed.tool_name or "", ()):
+                if endpoint.tool_id == parsed.tool_id:
+                    self.messager.spawn(endpoint.register_again(), "status:re-register")
 
     async def _answer_stats(self, inbox: str) -> None:
         """Tell the asker what every tool on this connection has served."""

@@ -30,6 +30,8 @@ from argentic_tools import (
     Topics,
     tool,
 )
+from argentic_tools._agent.calls.progress import STREAM_GAP_SECONDS
+from argentic_tools._agent.calls.streams import STREAM_BUFFER_CHUNKS
 from argentic_tools._tools.watchdog import LoopWatchdog
 from tests.support import long_proc
 from tests.support.brokers import Mosquitto
@@ -39,7 +41,7 @@ from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
-LONG_TOOLS = ("steps", "sync_steps", "chunks", "flood", "silent")
+LONG_TOOLS = ("steps", "sync_steps", "chunks", "many", "gappy", "flood", "silent")
 
 
 @pytest.fixture(scope="module")
@@ -308,6 +310,69 @@ async def test_leaving_a_stream_early_cancels_it_at_the_tool(
         await spy.until("TOOL_CANCEL", task_id=sent["task_id"])
         await spy.until("cancelled", task_id=sent["task_id"])
         assert long_manager.pending_calls == 0
+
+
+async def test_a_stream_nobody_reads_ends_at_its_bound_and_stops_the_tool(
+    long_manager: ToolManager, mosquitto: Mosquitto
+) -> None:
+    count = 20 * STREAM_BUFFER_CHUNKS
+    async with spy_on(long_manager, mosquitto.port, "many") as spy:
+        async with long_manager.stream_tool("many", {"count": count, "size": 1024}) as stream:
+            first = await anext(stream)
+            # The caller stops reading; the call ends by itself once the bound is reached.
+            runner = stream._runner
+            assert runner is not None
+            with anyio.fail_after(30):
+                await asyncio.wait({runner})
+            # The chunks held for the caller: the bound, not the 20,000 the tool would send.
+            assert len(stream._chunks) == STREAM_BUFFER_CHUNKS
+            result = stream.result
+            assert isinstance(result, TaskErrorMessage), result
+            assert result.error_code == "stream_interrupted"
+            assert f"at most {STREAM_BUFFER_CHUNKS}" in result.error
+            assert result.details["limit"] == STREAM_BUFFER_CHUNKS
+            # The chunks held so far are still read, in order, then the iteration ends.
+            rest = [chunk async for chunk in stream]
+        assert [int(chunk[:8]) for chunk in [first, *rest]] == list(range(1 + len(rest)))
+        assert len(rest) == STREAM_BUFFER_CHUNKS
+        await spy.until("TOOL_CANCEL", task_id=result.task_id)
+        await spy.until("cancelled", task_id=result.task_id)
+    assert long_manager.pending_calls == 0
+
+
+async def test_a_reading_caller_gets_every_chunk_of_a_long_stream_in_order(
+    long_manager: ToolManager,
+) -> None:
+    count = 5 * STREAM_BUFFER_CHUNKS
+    seen: list[int] = []
+    with anyio.fail_after(60):
+        async with long_manager.stream_tool(
+            "many", {"count": count, "size": 1024}, timeout=60
+        ) as stream:
+            async for chunk in stream:
+                seen.append(int(chunk[:8]))
+    assert stream.result is not None and stream.result.ok, stream.result
+    assert seen == list(range(count))
+
+
+async def test_a_missing_chunk_ends_the_stream_without_waiting_for_the_result(
+    long_manager: ToolManager,
+) -> None:
+    seen: list[Any] = []
+    # The tool works 120 s after its chunks; the call ends within the gap's bound.
+    with anyio.fail_after(STREAM_GAP_SECONDS + 15):
+        async with long_manager.stream_tool(
+            "gappy", {"count": 10, "lost": 3, "hold": 120}, timeout=180
+        ) as stream:
+            async for chunk in stream:
+                seen.append(chunk)
+    assert seen == [{"i": 0}, {"i": 1}, {"i": 2}]
+    result = stream.result
+    assert isinstance(result, TaskErrorMessage), result
+    assert result.error_code == "stream_interrupted"
+    assert "chunk 3 never came" in result.error
+    assert result.details == {"delivered": 3, "missing": 3, "held": 6}
+    assert long_manager.pending_calls == 0
 
 
 async def test_a_broker_restart_mid_stream_never_duplicates_or_reorders_chunks(

@@ -27,6 +27,7 @@ from argentic_tools import (
     Topics,
     tool,
 )
+from argentic_tools._agent.fleet import liveness
 from argentic_tools._protocol.messages import encode
 from tests.support.brokers import Mosquitto, free_port, running_mosquitto, wait_for_port
 from tests.support.clients import manager_for, messager_for
@@ -248,6 +249,57 @@ async def test_a_replica_that_misses_a_deadline_is_skipped_until_it_answers(
                 result = await manager.execute_tool("who", {}, timeout=5)
                 assert result.ok, result.error
                 served.add(str(result.result))
+
+
+async def test_a_replica_silent_to_every_ping_is_retired_and_registers_again_once_it_runs(
+    mosquitto: Mosquitto,
+    topics: Topics,
+    relay: Relay,
+    manager: ToolManager,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(liveness, "RETIRE_SECONDS", 1.0)
+
+    @tool(name="who")
+    def near() -> str:
+        """Which replica answered."""
+        return "near"
+
+    @tool(name="who")
+    def far() -> str:
+        """Which replica answered."""
+        return "far"
+
+    async with (
+        ToolService(mosquitto.url, [near], topics=topics),
+        ToolService(relay.url, [far], topics=topics, will_topic=None) as far_service,
+    ):
+        with anyio.fail_after(15):
+            while len(_instances(manager)) < 2:
+                await manager._registry.changed()
+        far_id = next(
+            tool_id
+            for tool_id in _instances(manager)
+            if manager.tools_by_id[tool_id]["source_client_id"] == far_service.messager.client_id
+        )
+        relay.freeze()
+        missed = await manager.execute_tool(far_id, {}, timeout=0.5)
+        assert getattr(missed, "error_code", None) == "timeout"
+        # Suspect, and silent to every ping: retired, and a call waiting on it ends at
+        # once, as it would on its Last Will, not at its 60 s timeout.
+        with anyio.fail_after(20):
+            waiting = await manager.execute_tool(far_id, {}, timeout=60)
+        assert getattr(waiting, "error_code", None) == "tool_offline", waiting
+        assert far_id not in manager.tools_by_id
+        served = await manager.execute_tool("who", {}, timeout=5)
+        assert served.ok and served.result == "near"
+        # Running again, it reads its retirement and registers again.
+        relay.thaw()
+        with anyio.fail_after(15):
+            while far_id not in manager.tools_by_id:
+                await manager._registry.changed()
+        back = await manager.execute_tool(far_id, {}, timeout=5)
+        assert back.ok and back.result == "far"
 
 
 def _instances(manager: ToolManager) -> list[str]:

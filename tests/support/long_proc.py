@@ -79,6 +79,28 @@ async def chunks(count: int, interval: float) -> AsyncIterator[dict[str, int]]:
 
 
 @tool
+async def many(count: int, size: int) -> AsyncIterator[str]:
+    """Yield ``count`` chunks of ``size`` characters as fast as they can be sent."""
+    for i in range(count):
+        yield f"{i:08d}".ljust(size, "x")
+
+
+@tool
+async def gappy(context: ToolContext, count: int, lost: int, hold: float) -> int:
+    """Send chunks 0 to ``count - 1`` but ``lost`` (as if the broker lost it), then work
+    ``hold`` seconds more before returning ``count``."""
+    control = context._control
+    assert control is not None
+    for i in range(count):
+        if i == lost:
+            control.chunks += 1  # the seq is used, the chunk never leaves
+            continue
+        await context.send_partial({"i": i})
+    await anyio.sleep(hold)
+    return count
+
+
+@tool
 def flood(context: ToolContext, reports: int) -> int:
     """Report progress ``reports`` times in a tight loop."""
     for i in range(reports):
@@ -93,7 +115,7 @@ async def silent(seconds: float) -> float:
     return seconds
 
 
-TOOLS = [steps, sync_steps, chunks, flood, silent]
+TOOLS = [steps, sync_steps, chunks, many, gappy, flood, silent]
 
 
 def main(argv: list[str]) -> None:

@@ -15,7 +15,7 @@ from ..._protocol.messages import TaskErrorMessage, TaskResultMessage, TaskStatu
 from ..._protocol.validation import describe_problems
 from .flow import Window
 from .pending import Pending, ToolGoneError
-from .progress import CallWatch
+from .progress import BrokenStreamError, CallWatch
 
 
 def timed_out(source: str, call: Pending, window: Window | None) -> TaskErrorMessage:
@@ -127,6 +127,21 @@ def assembled(source: str, call: Pending, result: ToolResult) -> ToolResult:
     if result.result_in_chunks:
         result.result = watch.collected
         result.result_in_chunks = None
+    return result
+
+
+def broken(source: str, call: Pending, exc: BrokenStreamError) -> TaskErrorMessage:
+    """The result of a streamed call that ended before its tool's result (see ``exc``)."""
+    result = failed(
+        source,
+        call,
+        f"Tool '{call.tool_name}' stream was interrupted: {exc.why}; the call was "
+        f"cancelled at the tool (task {call.task_id}).",
+        "stream_interrupted",
+    )
+    watch = call.watch
+    delivered = 0 if watch is None else watch.delivered
+    result.details = {"delivered": delivered, **exc.details}
     return result
 
 

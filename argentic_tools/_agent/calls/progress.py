@@ -7,6 +7,12 @@ a report resets the idle deadline at once, and the events queue up in order for
 the waiting call, which runs the caller's callbacks in its own task before it
 returns the result. Chunks are put back in ``seq`` order and each is delivered
 once, whatever the broker redelivers.
+
+A chunk that is missing (the chunks after it came, it did not) is waited for at most
+:data:`STREAM_GAP_SECONDS`, and at most :data:`STREAM_HELD_CHUNKS` later chunks are
+held meanwhile: a chunk the broker lost never comes (a tool does not send a chunk
+twice), so the call then ends with ``stream_interrupted`` naming the missing chunk,
+at once, instead of holding every later chunk until the tool's result.
 """
 
 import asyncio
@@ -29,7 +35,31 @@ BatchProgressCallback = Callable[
 """``on_progress(call_id, progress, total, message)`` for the calls of a batch."""
 
 ChunkSink = Callable[[Any], None]
-"""Receives each streamed chunk, in order, once."""
+"""Receives each streamed chunk, in order, once; may raise :class:`BrokenStreamError`."""
+
+STREAM_GAP_SECONDS = 5.0
+"""How long a missing chunk is waited for once a later one came; the call then ends
+with ``stream_interrupted`` naming it. Chunks of one call leave the tool in order on
+one connection, so only a reconnection can reorder them, and 5 s covers one."""
+
+STREAM_HELD_CHUNKS = 1000
+"""How many chunks after a missing one are held (in order to deliver them once it
+comes) before the call ends with ``stream_interrupted`` naming it."""
+
+
+class BrokenStreamError(Exception):
+    """A streamed call must end now, with ``stream_interrupted``.
+
+    Args:
+        why: What broke, for the error message (names the bound that was reached).
+        details: The error's ``details``.
+
+    """
+
+    def __init__(self, why: str, details: dict[str, Any]) -> None:
+        super().__init__(why)
+        self.why = why
+        self.details = details
 
 
 def long_call(
@@ -83,6 +113,7 @@ class CallWatch:
 
     __slots__ = (
         "_events",
+        "_gap_since",
         "_held",
         "_progress_seq",
         "_wakeup",
@@ -117,6 +148,7 @@ class CallWatch:
         """The chunks delivered, in order: the result of a generator tool that streamed."""
         self._progress_seq = 0
         self._held: dict[int, Any] = {}
+        self._gap_since: float | None = None
         self._events: deque[ToolProgressMessage | tuple[Any]] = deque()
         self._wakeup: asyncio.Future[None] | None = None
 
@@ -162,6 +194,10 @@ class CallWatch:
                 self.collected.append(chunk)
                 self._events.append((chunk,))
                 self.delivered += 1
+            if not self._held:
+                self._gap_since = None
+            elif self._gap_since is None:
+                self._gap_since = asyncio.get_running_loop().time()
         if self.timer is not None and self.idle is not None and not self.timer.expired():
             loop = asyncio.get_running_loop()
             deadline = self._next_deadline(loop.time())
@@ -178,6 +214,11 @@ class CallWatch:
         """Run the callbacks for each event as it comes; return the result once it is in.
 
         Events that arrived before the result are all handled before it is returned.
+
+        Raises:
+            BrokenStreamError: A missing chunk did not come within its bounds (see the
+                module), or the chunk sink refused a chunk.
+
         """
         loop = asyncio.get_running_loop()
         future.add_done_callback(lambda _: self.wake())
@@ -186,11 +227,36 @@ class CallWatch:
                 await self._deliver(self._events.popleft())
             if future.done():
                 return future.result()
+            gap_ends = self._check_gap(loop.time())
             self._wakeup = loop.create_future()
+            timer = None if gap_ends is None else loop.call_at(gap_ends, self.wake)
             try:
                 await self._wakeup
             finally:
                 self._wakeup = None
+                if timer is not None:
+                    timer.cancel()
+
+    def _check_gap(self, now: float) -> float | None:
+        """When the open gap (if any) runs out; raises once it has."""
+        since = self._gap_since
+        if since is None:
+            return None
+        ends = since + STREAM_GAP_SECONDS
+        held = len(self._held)
+        if now < ends and held <= STREAM_HELD_CHUNKS:
+            return ends
+        if held > STREAM_HELD_CHUNKS:
+            why = (
+                f"chunk {self.delivered} never came, and {held} later chunks waited for "
+                f"it (more than the {STREAM_HELD_CHUNKS} held at most)"
+            )
+        else:
+            why = (
+                f"chunk {self.delivered} never came within {STREAM_GAP_SECONDS:g} s "
+                f"while {held} later chunk(s) waited for it"
+            )
+        raise BrokenStreamError(why, {"missing": self.delivered, "held": held})
 
     async def _deliver(self, event: ToolProgressMessage | tuple[Any]) -> None:
         if isinstance(event, tuple):

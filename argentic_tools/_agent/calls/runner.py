@@ -33,8 +33,9 @@ from ..policy import ToolPolicy
 from ..records.observations import ObservationPump, observation_of
 from .book import CallBook
 from .delivery import Delivery
-from .endings import assembled, checked, error, failed, timed_out, undeliverable
+from .endings import assembled, broken, checked, error, failed, timed_out, undeliverable
 from .pending import CallSpec, Pending, ToolGoneError, UnsendableTaskError
+from .progress import BrokenStreamError
 
 CANCEL_SEND_SECONDS = 2.0
 """How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
@@ -141,6 +142,10 @@ class CallRunner:
                         with anyio.CancelScope(shield=True):
                             await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
                     raise
+                except BrokenStreamError as exc:
+                    # The caller stopped reading, or a chunk was lost: the tool stops too.
+                    result = broken(self._source, call, exc)
+                    self._delivery.cancel_at_tool(call, exc.why)
                 except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
                     result = undeliverable(self._source, call, exc)
                 except UnsendableTaskError as exc:

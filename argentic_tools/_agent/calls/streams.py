@@ -7,12 +7,18 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ..._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
+from .progress import BrokenStreamError
 
 if TYPE_CHECKING:
     from .pending import CallSpec
 
 STREAM_CLOSE_SECONDS = 5.0
 """How long closing a stream early waits for its call to end (its TOOL_CANCEL is sent)."""
+
+STREAM_BUFFER_CHUNKS = 1000
+"""How many chunks a stream holds that its caller has not read yet. One more ends the
+call with ``stream_interrupted`` (``details``: ``unread``, ``limit``) and cancels it at
+the tool, instead of holding every chunk the tool sends while nobody reads."""
 
 
 class ToolStream:
@@ -24,6 +30,11 @@ class ToolStream:
     generator tool, the list of all chunks); a failed call simply ends the
     iteration with its error as the result. Use ``async with`` (or call
     :meth:`aclose`) to cancel the call at the tool when you stop early.
+
+    Chunks the caller has not read yet wait in the stream, up to
+    :data:`STREAM_BUFFER_CHUNKS`: a caller that stops reading while the tool goes
+    on sending ends the call with ``stream_interrupted`` naming that limit (the
+    tool is told to stop), and reads the chunks already held before that result.
 
     Example:
         >>> async with manager.stream_tool("crawl", {"url": url}) as stream:  # doctest: +SKIP
@@ -46,7 +57,20 @@ class ToolStream:
         self._wakeup: asyncio.Future[None] | None = None
 
     def chunk_arrived(self, chunk: Any) -> None:
-        """Queue a chunk for the iteration (called in order, once per chunk)."""
+        """Queue a chunk for the iteration (called in order, once per chunk).
+
+        Raises:
+            BrokenStreamError: :data:`STREAM_BUFFER_CHUNKS` chunks are unread already.
+
+        """
+        unread = len(self._chunks)
+        if unread >= STREAM_BUFFER_CHUNKS:
+            raise BrokenStreamError(
+                f"the caller left {unread} chunks unread (a stream holds at most "
+                f"{STREAM_BUFFER_CHUNKS}); read a stream as it comes, or call "
+                "execute_tool for the whole result",
+                {"unread": unread, "limit": STREAM_BUFFER_CHUNKS},
+            )
         self._chunks.append(chunk)
         self._wake()
 

@@ -10,6 +10,11 @@ answer to the ``TOOL_PING`` this sends it every :data:`PROBE_SECONDS` (tools tha
 declare no protocol version cannot answer one; they are given another chance after
 :data:`PARDON_SECONDS`).
 
+A suspect that answers none of its pings for :data:`RETIRE_SECONDS` is retired: the
+owner removes it from the registry as if its Last Will had come (its calls end
+``tool_offline``), so that it holds no calls and stops counting as a replica. Silence
+while our own connection was down proves nothing: the count starts again then.
+
 The same ping settles a claim on a pinned id: :meth:`Liveness.answers` asks the
 holder once and says whether its process answered in time.
 """
@@ -33,6 +38,11 @@ PROBE_SECONDS = 1.0
 PARDON_SECONDS = 30.0
 """How long a suspect plain Argentic instance (which cannot answer a ping) is skipped."""
 
+RETIRE_SECONDS = 15.0
+"""How long a suspect that can answer a ping may leave every ping unanswered before it is
+retired from the registry (as long as a broker's keepalive: a live process answers its
+first ping within milliseconds)."""
+
 WARN_AFTER_SECONDS = 5.0
 """A suspect silent this long is reported as a warning (a slow tool answers its first
 ping within milliseconds and is never reported)."""
@@ -49,6 +59,7 @@ class Liveness:
         logger: The manager's logger.
         tasks: Owns the probing task (the manager cancels it on close).
         call_topic: Where pings to a tool id go (None: ``topics.call``).
+        retire: Removes an instance silent for :data:`RETIRE_SECONDS` (None: none is).
 
     """
 
@@ -61,8 +72,10 @@ class Liveness:
         logger: InstanceLogger,
         tasks: TaskSet,
         call_topic: Callable[[str], str] | None = None,
+        retire: Callable[[Entry], None] | None = None,
     ) -> None:
         self.registry = registry
+        self._retire = retire
         self.messager = messager
         self.topics = topics
         self.inbox = inbox
@@ -73,6 +86,8 @@ class Liveness:
         # Who answers() waits to hear from: (tool id, process client id) -> waiters.
         self._asked: dict[tuple[str, str | None], set[asyncio.Future[None]]] = {}
         self._warned: set[str] = set()
+        # The connection (its count) each suspect's silence was measured on.
+        self._connection: dict[str, int] = {}
         self._prober: asyncio.Task[None] | None = None
 
     @property
@@ -86,6 +101,7 @@ class Liveness:
             return
         entry.suspect_since = asyncio.get_running_loop().time()
         self._suspects[entry.info.id] = entry
+        self._connection[entry.info.id] = self.messager.connections
         self.logger.info(
             "tool %r instance %s missed a deadline; calls go to its other replicas until "
             "it answers",
@@ -138,6 +154,7 @@ class Liveness:
         if not self._suspects:
             return
         entry = self._suspects.pop(tool_id, None)
+        self._connection.pop(tool_id, None)
         if entry is not None and entry.suspect_since is not None:
             entry.suspect_since = None
             if tool_id in self._warned:
@@ -154,8 +171,14 @@ class Liveness:
                 if not self._current(entry) or entry.suspect_since is None:
                     # Registered again (a new entry, not suspect) or removed.
                     self._suspects.pop(tool_id, None)  # alive() may have been first
+                    self._connection.pop(tool_id, None)
                     self._warned.discard(tool_id)
                     continue
+                connection = self.messager.connections
+                if not self.messager.is_connected() or self._connection.get(tool_id) != connection:
+                    # Pings could not reach it, nor pongs us: its silence counts from now.
+                    entry.suspect_since = loop.time()
+                    self._connection[tool_id] = connection
                 silent = loop.time() - entry.suspect_since
                 if silent >= WARN_AFTER_SECONDS and tool_id not in self._warned:
                     self._warned.add(tool_id)
@@ -170,6 +193,18 @@ class Liveness:
                 if entry.protocol is None or self.inbox is None:
                     if silent >= PARDON_SECONDS:
                         self.alive(tool_id)
+                elif silent >= RETIRE_SECONDS and self._retire is not None:
+                    self._suspects.pop(tool_id, None)
+                    self._connection.pop(tool_id, None)
+                    self._warned.discard(tool_id)
+                    self.logger.warning(
+                        "tool %r instance %s answered no ping for %.0f s; retired as if "
+                        "its Last Will had come (its calls end tool_offline)",
+                        entry.info.name,
+                        tool_id,
+                        silent,
+                    )
+                    self._retire(entry)
                 else:
                     ping = ToolPingMessage(
                         source=self.messager.client_id,

@@ -441,6 +441,14 @@ class Membership:
         # The holder left, was retired, or registered again: decide the claim afresh.
         self._handle_register(claim.registration, claim.owner)
 
+    def retire(self, entry: Entry) -> None:
+        """Remove ``entry``, silent to every ping (see :mod:`.liveness`), as if its Will came.
+
+        Its calls end ``tool_offline``. The removal is announced (reason ``silent``): a
+        process that was only frozen reads it when it runs again and registers again.
+        """
+        self._remove(entry, "silent", offline=True)
+
     def _status_topic_of(self, entry: Entry) -> str:
         """The registering process's own status topic when it reads one, else the shared one."""
         level = inbox_level(entry.info.source or "")
@@ -448,12 +456,14 @@ class Membership:
             return self.topics.status  # Argentic tools and older versions read only this
         return f"{self.topics.status}/{level}"
 
-    def _remove(self, entry: Entry, reason: str, *, retired: bool = False) -> None:
+    def _remove(
+        self, entry: Entry, reason: str, *, retired: bool = False, offline: bool = False
+    ) -> None:
         if not self.registry.remove(entry):
             return
         # An unregistering tool finishes its in-flight calls (graceful shutdown); a dead
         # one never will.
-        self._on_change(Removed(entry, offline=reason == "offline"))
+        self._on_change(Removed(entry, offline=offline or reason == "offline"))
         # A holder ``retired`` for its silence may still be running (frozen): it is told,
         # so that, resumed, it runs no task meant for the process taking over its id.
         self._announce_removal(entry.info, reason, retired)
