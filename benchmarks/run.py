@@ -40,6 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "python -m benchmarks.run",
         "Benchmark argentic-tools against a raw aiomqtt floor and argentic 0.16.",
         __doc__,
+        ("--quick", "--quick --scenarios a,b --reps 1", "--results-dir /tmp/bench"),
     )
     parser.add_argument("--quick", action="store_true", help="small counts (about a minute)")
     parser.add_argument("--reps", type=cli.positive_int, default=3, help="repetitions (default 3)")

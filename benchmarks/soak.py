@@ -61,6 +61,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "python -m benchmarks.soak",
         "Calls under a fault schedule; checks that none is lost, late or doubled.",
         __doc__,
+        ("", "--calls 2000 --faults kill,broker", "--calls 5000 --rate 500 --keep-logs logs"),
     )
     count = cli.positive_int
     parser.add_argument("--calls", type=count, default=20_000, help="calls to make (20000)")

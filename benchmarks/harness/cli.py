@@ -10,6 +10,7 @@ too; :func:`run_async` runs its event loop with SIGTERM cancelling it.
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
@@ -34,9 +35,27 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def parser(prog: str, description: str, doc: str | None = None) -> argparse.ArgumentParser:
-    """A benchmark's parser; its module docstring, past the first paragraph, as the epilog."""
+PROG_VARIABLE = "ARGENTIC_TOOLS_PROG"
+"""Environment variable with the command that started the benchmark, when it is not
+``python -m ...``: ``argentic-tools bench`` sets it, so that help and errors name the
+command the user typed."""
+
+
+def parser(
+    prog: str, description: str, doc: str | None = None, examples: tuple[str, ...] = ()
+) -> argparse.ArgumentParser:
+    """A benchmark's parser; its module docstring, past the first paragraph, as the epilog.
+
+    ``prog`` is how the benchmark is run (``python -m benchmarks.run``), unless
+    :data:`PROG_VARIABLE` says otherwise; it is read once and removed from the
+    environment, so the processes the benchmark starts keep their own names.
+    ``examples`` are arguments for ``prog``, shown after the epilog.
+    """
+    prog = os.environ.pop(PROG_VARIABLE, "") or prog
     epilog = doc.split("\n\n", 1)[1] if doc and "\n\n" in doc else None
+    if examples:
+        lines = "\n".join(f"  {prog} {example}".rstrip() for example in examples)
+        epilog = f"{epilog or ''}\nExamples:\n{lines}\n".lstrip("\n")
     return argparse.ArgumentParser(
         prog=prog,
         description=description,
