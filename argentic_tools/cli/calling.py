@@ -7,7 +7,10 @@ they come. Ctrl-C cancels the call at the tool before the command exits.
 """
 
 import argparse
+import contextlib
 import json
+import re
+import shlex
 import sys
 from types import TracebackType
 from typing import Any
@@ -16,14 +19,34 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.text import Text
 
 from .._protocol.messages import TaskErrorMessage, ToolResult
-from .commands import print_json
+from .commands import parameters, print_json
 from .common import EXIT_CALL_FAILED, EXIT_OK, CliError, StopRequest, connected_manager, stderr
+
+ARGS = "ARGS"
+"""What ``call``'s help and its errors call the tool's arguments."""
+
+
+class ArgumentsError(CliError):
+    """ARGS that are neither ``KEY=VALUE`` pairs nor one JSON object (exit status 2).
+
+    ``text`` is what was given, when it reads as plain words (``call shout hello``):
+    the value the tool's schema can suggest a form for (:func:`suggested_arguments`).
+    """
+
+    def __init__(self, message: str, text: str | None = None) -> None:
+        super().__init__(message)
+        self.text = text
 
 
 def parse_arguments(parts: list[str]) -> dict[str, Any] | None:
     """ARGS as given: one JSON object (``-`` reads it from stdin), or None for pairs.
 
     ``KEY=VALUE`` pairs need the tool's schema to be typed (see :func:`typed_pairs`).
+
+    Raises:
+        ArgumentsError: ARGS are neither; the message says why, and how to write
+            pairs written another way (``text: hi``, ``--text=hi``, ``text=two words``).
+
     """
     if not parts:
         return {}
@@ -32,17 +55,72 @@ def parse_arguments(parts: list[str]) -> dict[str, Any] | None:
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise CliError(f"ARGS_JSON is not valid JSON ({exc}): {text!r}") from None
+            hint = _pair_hint([text])
+            raise ArgumentsError(
+                f"{ARGS} {text!r} are neither KEY=VALUE pairs nor a JSON object "
+                f"(not JSON: {exc.msg}){hint}",
+                None if hint else text,
+            ) from None
         if not isinstance(value, dict):
-            raise CliError(
-                f"ARGS_JSON must be a JSON object of arguments, like '{{\"x\": 1}}', "
-                f"not {type(value).__name__}"
+            raise ArgumentsError(
+                f"{ARGS} must be a JSON object of arguments, like '{{\"x\": 1}}' (or "
+                f"KEY=VALUE pairs), not a JSON {type(value).__name__}"
             )
         return value
     odd = [part for part in parts if not _is_pair(part)]
     if odd:
-        raise CliError(f"arguments are one JSON object or KEY=VALUE pairs; {odd[0]!r} is neither")
+        hint = _pair_hint(parts)
+        raise ArgumentsError(
+            f"{ARGS} are KEY=VALUE pairs or one JSON object; {odd[0]!r} is neither{hint}",
+            None if hint or len(odd) < len(parts) else " ".join(parts),
+        )
     return None
+
+
+_LOOSE_PAIR = re.compile(r"-{0,2}([A-Za-z_]\w*)\s*[:=]\s*(\S.*)", re.DOTALL)
+"""A pair written another way: ``text: hi``, ``--text=hi``, ``text = hi``."""
+
+
+def _pair_hint(parts: list[str]) -> str:
+    """How to write ARGS that are pairs written another way; '' when they are not."""
+    first_odd = next(i for i, part in enumerate(parts) if not _is_pair(part))
+    if first_odd > 0:
+        # text=hello world: the shell split a value that was not quoted.
+        key, _, value = parts[first_odd - 1].partition("=")
+        words = [value]
+        for part in parts[first_odd:]:
+            if _is_pair(part):
+                break
+            words.append(part)
+        return f"; quote a value with spaces: {key}={shlex.quote(' '.join(words))}"
+    loose = _LOOSE_PAIR.fullmatch(" ".join(parts).strip())
+    if loose is None:
+        return ""
+    key, value = loose.groups()
+    try:
+        typed = json.loads(value)
+    except json.JSONDecodeError:
+        typed = value
+    as_json = shlex.quote(json.dumps({key: typed}, ensure_ascii=False))
+    return f"; write {key}={shlex.quote(value)} or {as_json}"
+
+
+def suggested_arguments(name: str, text: str, schema: dict[str, Any]) -> str:
+    """How to give ``text`` to tool ``name``, from its schema: the end of an error message.
+
+    A tool with exactly one required string parameter gets ``text`` as that
+    parameter, in both forms (``text=hello`` and ``'{"text": "hello"}'``); any other
+    tool gets its parameters listed.
+    """
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict) or not properties:
+        return f"; {name!r} takes no arguments"
+    required = [key for key in schema.get("required", ()) if key in properties]
+    if len(required) == 1 and properties[required[0]].get("type") == "string":
+        key = required[0]
+        as_json = shlex.quote(json.dumps({key: text}, ensure_ascii=False))
+        return f"; try: argentic-tools call {name} {key}={shlex.quote(text)} (or {as_json})"
+    return f"; {name!r} takes {parameters(schema)}"
 
 
 def _is_pair(text: str) -> bool:
@@ -78,7 +156,10 @@ def print_json_line(value: Any) -> None:
 
 async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``call``: call one tool and print its result as JSON (exit 1 when it failed)."""
-    arguments = parse_arguments(args.arguments)
+    try:
+        arguments = parse_arguments(args.arguments)
+    except ArgumentsError as exc:
+        raise await _with_suggestion(exc, args) from None
     async with connected_manager(args) as manager:
         with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
             try:
@@ -101,6 +182,23 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
                     view.chunk(chunk)
     assert stream.result is not None
     return view.finish(stream.result)
+
+
+async def _with_suggestion(error: ArgumentsError, args: argparse.Namespace) -> CliError:
+    """``error``, with the arguments the tool takes when it registers within ``--wait``.
+
+    Best effort: when the broker or the tool does not answer, ``error`` is all there is.
+    """
+    if error.text is None:
+        return error
+    with (
+        contextlib.suppress(Exception),
+        stderr.status(Text(f"Looking up the parameters of {args.name!r}...")),
+    ):
+        async with connected_manager(args) as manager:
+            info = await manager.wait_for_tool(args.name, timeout=args.wait)
+        return CliError(f"{error}{suggested_arguments(info.name, error.text, info.input_schema)}")
+    return error
 
 
 class CallView:

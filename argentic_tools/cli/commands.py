@@ -4,8 +4,11 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -125,23 +128,63 @@ def _print_registry(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int
         stderr.print(f"No tools registered on {where(args)} (waited {args.wait:g} s).")
         return EXIT_OK
     table = Table(title=f"{len(rows)} tool(s) on {where(args)}", title_justify="left")
-    columns = ["Name", "Parameters", "Description"]
-    if args.wide:
-        columns += ["Id", "Tags", "Source"]
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        first_line = row["description"].strip().splitlines()[0] if row["description"] else ""
-        cells: list[Any] = [
-            Text(row["name"], style="bold"),
-            parameters(row["input_schema"]),
-            first_line,
-        ]
-        if args.wide:
-            cells += [row["id"], ", ".join(row["tags"]), row["source"] or ""]
-        table.add_row(*cells)
+    cells = [
+        [row["name"], parameters(row["input_schema"]), summary(row["description"])]
+        + ([row["id"], ", ".join(row["tags"]), row["source"] or ""] if args.wide else [])
+        for row in rows
+    ]
+    headers = ["Name", "Parameters", "Description"] + (
+        ["Id", "Tags", "Source"] if args.wide else []
+    )
+    # Names are never broken: their column is as wide as the longest. A description is its
+    # first sentence, on one line, cut with an ellipsis when the terminal is narrow
+    # (`describe` and `list --json` have it whole); other cells wrap.
+    naturals = [
+        max(len(text) for text in [header, *column])
+        for header, column in zip(headers, zip(*cells, strict=True), strict=True)
+    ]
+    minimums = [naturals[0], _longest_word(row[1] for row in cells), min(naturals[2], 12)]
+    minimums += [min(natural, 8) for natural in naturals[3:]]
+    borders = 1 + 3 * len(headers)
+    widths = fit_widths(naturals, minimums, stdout.width - borders)
+    for header, width in zip(headers, widths, strict=True):
+        if header == "Description":
+            table.add_column(header, width=width, no_wrap=True, overflow="ellipsis")
+        else:
+            table.add_column(header, width=width, overflow="fold")
+    for row in cells:
+        table.add_row(Text(row[0], style="bold"), *row[1:])
     stdout.print(table)
     return EXIT_OK
+
+
+def _longest_word(texts: Iterable[str]) -> int:
+    return max((len(word) for text in texts for word in text.split()), default=1)
+
+
+def fit_widths(naturals: list[int], minimums: list[int], available: int) -> list[int]:
+    """Column widths within ``available`` characters: the widest column gives way first.
+
+    Each column starts at its natural width and goes down to its minimum; when the
+    minimums do not fit, every column but the first (the names) goes on down to 4.
+    """
+    widths = list(naturals)
+    for floors in (minimums, [minimums[0]] + [min(4, low) for low in minimums[1:]]):
+        while sum(widths) > available:
+            shrinkable = [i for i, width in enumerate(widths) if width > floors[i]]
+            if not shrinkable:
+                break
+            widths[max(shrinkable, key=lambda i: widths[i])] -= 1
+    return widths
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def summary(description: str) -> str:
+    """A description's first sentence (of its first paragraph), on one line."""
+    paragraph = description.strip().split("\n\n", 1)[0]
+    return _SENTENCE_END.split(" ".join(paragraph.split()), 1)[0]
 
 
 def parameters(schema: dict[str, Any]) -> str:
@@ -182,15 +225,37 @@ def print_json(value: Any) -> None:
 
 
 async def describe_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``describe``: print the registry in an LLM provider's tool format."""
+    """``describe``: print the registry as prompt text, or in an LLM provider's tool format."""
     async with connected_manager(args) as manager:
         await collect_registrations(manager, args)
         if args.format == "prompt":
-            exported: Any = json.loads(manager.generate_tool_descriptions_for_prompt())
+            entries = json.loads(manager.generate_tool_descriptions_for_prompt())
         else:
             exported = manager.export_tools(args.format)
-    print_json(exported)
+    if args.format != "prompt":
+        print_json(exported)
+    elif entries:
+        print(prompt_text(entries))
+    else:
+        stderr.print(f"No tools registered on {where(args)} (waited {args.wait:g} s).")
     return EXIT_OK
+
+
+def prompt_text(entries: list[dict[str, Any]]) -> str:
+    """The prompt format (``generate_tool_descriptions_for_prompt``) as readable text.
+
+    One block per tool, by name, to paste into a system prompt: a ``## name`` heading,
+    the whole description, and the parameters as JSON Schema on one line.
+    """
+    blocks = []
+    for entry in sorted(entries, key=lambda entry: str(entry["name"])):
+        description = (entry.get("description") or "").strip()
+        schema = json.dumps(entry.get("parameters") or {}, ensure_ascii=False)
+        lines = [f"## {entry['name']}", *([description] if description else [])]
+        if "\n" in description:
+            lines.append("")  # the parameters apart from a description of paragraphs
+        blocks.append("\n".join([*lines, f"Parameters (JSON Schema): {schema}"]))
+    return "\n\n".join(blocks)
 
 
 # -- watch -----------------------------------------------------------------------------
@@ -368,4 +433,6 @@ def benchmark_command(args: argparse.Namespace) -> int:
             f"{args.command}` from a source checkout of argentic-tools"
         )
     command = [sys.executable, "-m", f"benchmarks.{module}", *args.bench_args]
-    return subprocess.run(command, cwd=root).returncode  # noqa: S603
+    # benchmarks.harness.cli.PROG_VARIABLE: its help and errors name `argentic-tools bench`.
+    environment = {**os.environ, "ARGENTIC_TOOLS_PROG": f"argentic-tools {args.command}"}
+    return subprocess.run(command, cwd=root, env=environment).returncode  # noqa: S603

@@ -25,7 +25,7 @@ from .._tools.service import (
     add_connection_arguments,
     add_service_arguments,
 )
-from .calling import call_command
+from .calling import ARGS, call_command
 from .commands import (
     benchmark_command,
     broker_command,
@@ -61,18 +61,35 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run `argentic-tools COMMAND --help` for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_CommandParser
+    )
 
-    def command(name: str, help_text: str, *, client: bool = True) -> argparse.ArgumentParser:
-        return _add_command(commands, name, help_text, client=client)
+    def command(
+        name: str, help_text: str, examples: Sequence[str], *, client: bool = True
+    ) -> argparse.ArgumentParser:
+        return _add_command(commands, name, help_text, examples, client=client)
 
-    broker = command("broker", "run the embedded MQTT broker until Ctrl-C", client=False)
+    broker = command(
+        "broker",
+        "run the embedded MQTT broker until Ctrl-C",
+        ("argentic-tools broker", "argentic-tools broker --port 1884"),
+        client=False,
+    )
     broker.add_argument("--host", default="127.0.0.1", help="address to listen on")
     broker.add_argument("--port", type=int, default=1883, help="TCP port (0 picks a free one)")
     broker.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     broker.set_defaults(run=broker_command, graceful=True)
 
-    serve = command("serve", "serve @tool functions or BaseTool classes from Python modules")
+    serve = command(
+        "serve",
+        "serve @tool functions or BaseTool classes from Python modules",
+        (
+            "argentic-tools serve tool_clients.calculator  # every tool in a module",
+            "argentic-tools serve tool_clients.units:convert_units tool_clients.clock",
+            "argentic-tools serve tool_clients.weather --max-concurrency 8 --session persistent",
+        ),
+    )
     serve.add_argument(
         "tools",
         nargs="+",
@@ -83,7 +100,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_service_arguments(serve)
     serve.set_defaults(run=serve_command, graceful=True)
 
-    listing = command("list", "list the registered tools")
+    listing = command(
+        "list",
+        "list the registered tools",
+        (
+            "argentic-tools list",
+            "argentic-tools list --wide --wait 3",
+            "argentic-tools list --json --expect calculate",
+        ),
+    )
     listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
     listing.add_argument(
         "--wide", action="store_true", help="add the ids, tags and serving client to the table"
@@ -92,14 +117,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_expect_argument(listing)
     listing.set_defaults(run=list_command, log_level="WARNING")
 
-    call = command("call", "call a tool and print its result as JSON")
+    call = command(
+        "call",
+        "call a tool and print its result as JSON",
+        (
+            "argentic-tools call calculate expression='2 * (3 + 4)'  # KEY=VALUE",
+            'argentic-tools call calculate \'{"expression": "sqrt(16)"}\'  # one JSON object',
+            "argentic-tools call convert_units value=10 from_unit=km to_unit=mi",
+            "argentic-tools call current_time --json --timeout 5",
+        ),
+    )
     call.add_argument("name", help="tool name (or id)")
     call.add_argument(
         "arguments",
         nargs="*",
-        metavar="ARGS",
-        help="a JSON object ('-' reads it from stdin), or KEY=VALUE pairs typed by the "
-        "tool's schema (a=2 b=true tags='[\"x\"]')",
+        metavar=ARGS,
+        help="the tool's arguments: KEY=VALUE pairs typed by the tool's schema "
+        "(a=2 b=true tags='[\"x\"]'), or one JSON object ('-' reads it from stdin)",
     )
     call.add_argument(
         "--timeout",
@@ -130,15 +164,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     call.set_defaults(run=call_command, log_level="WARNING")
 
-    describe = command("describe", "export the tool registry for an LLM")
+    describe = command(
+        "describe",
+        "export the tool registry for an LLM",
+        (
+            "argentic-tools describe  # text to paste into a system prompt",
+            "argentic-tools describe --format openai --expect calculate",
+            "argentic-tools describe --format mcp --wait 3",
+        ),
+    )
     describe.add_argument(
-        "--format", choices=("prompt", "openai", "anthropic", "mcp"), default="prompt"
+        "--format",
+        choices=("prompt", "openai", "anthropic", "mcp"),
+        default="prompt",
+        help="prompt: readable text for a system prompt, one block per tool (its name, "
+        "its description, its parameters as JSON Schema); openai, anthropic, mcp: a JSON "
+        "array of tool definitions in that API's shape (ToolManager.export_tools)",
     )
     describe.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
     _add_expect_argument(describe)
     describe.set_defaults(run=describe_command, log_level="WARNING")
 
-    stats = command("stats", "show what each tool process has served: calls, errors, latency")
+    stats = command(
+        "stats",
+        "show what each tool process has served: calls, errors, latency",
+        ("argentic-tools stats", "argentic-tools stats --json --expect calculate"),
+    )
     stats.add_argument(
         "--json", action="store_true", help="print each process's answer as JSON, for scripts"
     )
@@ -151,7 +202,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_expect_argument(stats)
     stats.set_defaults(run=stats_command, log_level="WARNING")
 
-    top = command("top", "a live view of the fleet: calls per second, errors, latency per tool")
+    top = command(
+        "top",
+        "a live view of the fleet: calls per second, errors, latency per tool",
+        ("argentic-tools top  # q quits", "argentic-tools top --sort errors --once"),
+    )
     top.add_argument(
         "--interval", type=positive_seconds, default=1.0, help="seconds between refreshes"
     )
@@ -177,7 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_expect_argument(top)
     top.set_defaults(run=top_command, interactive=True, log_level="WARNING")
 
-    watch = command("watch", "print registrations, calls and results as they happen")
+    watch = command(
+        "watch",
+        "print registrations, calls and results as they happen",
+        (
+            "argentic-tools watch",
+            "argentic-tools watch --type call --type result --tool calculate",
+            "argentic-tools watch --count 10 --all",
+        ),
+    )
     watch.add_argument("--count", type=int, default=0, help="stop after N events (0: never)")
     watch.add_argument(
         "--type",
@@ -199,7 +262,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .history import history_command  # with its options, as one block
 
-    history = command("history", "show the calls a SqliteRecorder kept, newest first", client=False)
+    history = command(
+        "history",
+        "show the calls a SqliteRecorder kept, newest first",
+        (
+            "argentic-tools history --history calls.db",
+            "argentic-tools history --history calls.db --tool calculate --since 1h",
+            "argentic-tools history --history calls.db --outcome error --json --limit 0",
+        ),
+        client=False,
+    )
     history.add_argument(
         "--history",
         required=True,
@@ -236,7 +308,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .dashboard import add_dashboard_arguments, dashboard_command  # one block, as above
 
-    dashboard = command("dashboard", "a live view of the fleet and its calls in a browser")
+    dashboard = command(
+        "dashboard",
+        "a live view of the fleet and its calls in a browser",
+        (
+            "argentic-tools dashboard  # http://127.0.0.1:8765",
+            "argentic-tools dashboard --http 127.0.0.1:0 --history calls.db",
+        ),
+    )
     add_dashboard_arguments(dashboard)
     dashboard.set_defaults(run=dashboard_command, graceful=True, log_level="WARNING")
 
@@ -248,7 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="COMMAND")
 
     mcp_serve = _add_command(
-        mcp_commands, "serve", "serve the tools on the bus to MCP clients (stdio or HTTP)"
+        mcp_commands,
+        "serve",
+        "serve the tools on the bus to MCP clients (stdio or HTTP)",
+        (
+            "argentic-tools mcp serve  # over stdio, for an MCP client to start",
+            "argentic-tools mcp serve --http 127.0.0.1:8000  # http://127.0.0.1:8000/mcp",
+        ),
     )
     mcp_serve.add_argument(
         "--http",
@@ -277,7 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_serve.set_defaults(run=mcp_serve_command, graceful=True, log_level="WARNING")
 
     mcp_bridge = _add_command(
-        mcp_commands, "bridge", "register an MCP server's tools on the bus and forward their calls"
+        mcp_commands,
+        "bridge",
+        "register an MCP server's tools on the bus and forward their calls",
+        (
+            "argentic-tools mcp bridge -- npx -y @modelcontextprotocol/server-everything",
+            "argentic-tools mcp bridge --url http://127.0.0.1:8000/mcp",
+        ),
     )
     mcp_bridge.add_argument(
         "--url", default=None, help="the MCP server's streamable HTTP URL (instead of a command)"
@@ -290,7 +381,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_bridge.set_defaults(run=mcp_bridge_command, graceful=True)
 
-    demo = command("demo", "start the example tools and run a short scripted agent")
+    demo = command(
+        "demo",
+        "start the example tools and run a short scripted agent",
+        ("argentic-tools demo", "argentic-tools demo --no-dashboard"),
+    )
     # Without --broker the demo starts the embedded broker instead of trying 1883.
     demo.add_argument(
         "--no-dashboard",
@@ -300,7 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=demo_command, log_level="WARNING", broker=None)
 
     # No options of their own (prefix_chars matches none): every argument, --help
-    # included, goes to benchmarks.run or benchmarks.soak as it is.
+    # included, goes to benchmarks.run or benchmarks.soak as it is (whose help and
+    # errors name the command, `argentic-tools bench`, and have their own examples).
     for name, help_text in (
         ("bench", "run the benchmarks (from a source checkout)"),
         ("soak", "make calls under a fault schedule and check none is lost (source checkout)"),
@@ -311,17 +407,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _CommandParser(argparse.ArgumentParser):
+    """A command's parser: an option it does not know is an error shown with its usage.
+
+    argparse hands a subcommand's unknown arguments back to the root parser, whose
+    error shows the root usage (``argentic-tools [-h] [--version] COMMAND ...``), which
+    says nothing about the options of the command that was typed.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def _add_command(
-    subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]",
+    subparsers: "argparse._SubParsersAction[_CommandParser]",
     name: str,
     help_text: str,
+    examples: Sequence[str],
     *,
     client: bool = True,
 ) -> argparse.ArgumentParser:
-    """Add a command with ``--debug``, a client's connection options, and help with defaults."""
+    """Add a command with ``--debug``, a client's connection options, and help with defaults.
+
+    ``examples`` (command lines that work as written) end the command's help.
+    """
     # A fresh parent per command: argparse shares a parent's actions between its
     # children, so one command's set_defaults would change every other's defaults.
-    options = argparse.ArgumentParser(add_help=False)
+    options = _CommandParser(add_help=False)
     options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
     if client:
         add_connection_arguments(options)
@@ -331,14 +448,21 @@ def _add_command(
         description=help_text,
         parents=[options],
         formatter_class=_HelpWithDefaults,
+        epilog="Examples:\n" + "\n".join(f"  {example}" for example in examples),
     )
 
 
-class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that shows each option's default, when it has one worth showing."""
+class _HelpWithDefaults(
+    argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter
+):
+    """Help that shows each option's default, when it has one worth showing.
+
+    The epilog (the examples) is printed as written, one command line per line.
+    """
 
     def _get_help_string(self, action: argparse.Action) -> str:
-        if action.default is None or action.default is False or not action.option_strings:
+        unset = action.default is None or action.default is False or action.default == []
+        if unset or not action.option_strings:
             return action.help or ""
         return super()._get_help_string(action) or ""
 

@@ -1,6 +1,7 @@
 """The ``argentic-tools`` command line, run as real subprocesses against a real broker."""
 
 import json
+import shlex
 import signal
 import uuid
 from collections.abc import AsyncIterator
@@ -81,6 +82,35 @@ async def test_help_lists_every_command() -> None:
         assert command in completed.stdout.decode()
 
 
+async def test_the_examples_in_the_help_of_call_and_list_work_as_written(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    specs = ("tool_clients.calculator", "tool_clients.units", "tool_clients.clock")
+    where = connection(mosquitto.url, prefix)
+    async with cli_process("serve", *specs, *where):
+        expected = (
+            "--expect",
+            "calculate",
+            "--expect",
+            "convert_units",
+            "--expect",
+            "current_time",
+        )
+        registered = await run_cli("list", "--json", *expected, "--wait", "20", *where)
+        assert len(json.loads(registered.stdout)) == 3, registered.stderr
+        outputs = []
+        for command in ("call", "list"):
+            help_text = (await run_cli(command, "--help")).stdout.decode()
+            for example in help_text.split("\nExamples:\n", 1)[1].strip().splitlines():
+                argv = shlex.split(example, comments=True)
+                completed = await run_cli(*argv[1:], *where)
+                assert completed.returncode == 0, (example, completed.stderr)
+                outputs.append(completed.stdout.decode())
+    assert json.loads(outputs[0]) == 14  # calculate expression='2 * (3 + 4)'
+    assert json.loads(outputs[1]) == 4.0  # sqrt(16)
+    assert "calculate" in outputs[-2]  # list --wide
+
+
 async def test_list_json_shows_the_served_tools_with_their_schemas(
     served: str, mosquitto: Mosquitto
 ) -> None:
@@ -107,6 +137,31 @@ async def test_list_prints_a_table_of_the_tools(served: str, mosquitto: Mosquitt
     wide = await run_cli("list", "--wide", *EXPECT_SERVED, *connection(mosquitto.url, prefix))
     assert wide.returncode == 0, wide.stderr
     assert "Id" in wide.stdout.decode() and "Source" in wide.stdout.decode()
+
+
+async def test_list_at_80_columns_never_breaks_a_name_and_keeps_a_description_to_a_line(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    long_name = "convert_currency_at_the_historical_rate"
+    specs = ("tests.support.tool_proc:echo", f"tests.support.tool_proc:{long_name}")
+    async with cli_process("serve", *specs, *connection(mosquitto.url, prefix)):
+        completed = await run_cli(
+            "list",
+            *("--expect", "echo", "--expect", long_name, "--wait", "20"),
+            *connection(mosquitto.url, prefix),
+            env={"COLUMNS": "80"},
+        )
+    assert completed.returncode == 0, completed.stderr
+    table = completed.stdout.decode().splitlines()
+    assert max(len(line) for line in table) <= 80
+    cells = [line.split("│")[1:-1] for line in table if line.startswith("│ ")]
+    names = [row[0].strip() for row in cells if row[0].strip()]
+    assert names == [long_name, "echo"]
+    # The description is its first sentence, cut on its one line; the rest is left out.
+    descriptions = [row[2].strip() for row in cells if row[2].strip()]
+    assert len(descriptions) == 2
+    assert descriptions[0].startswith("Convert an") and descriptions[0].endswith("…")
+    assert "long name" not in completed.stdout.decode()
 
 
 async def test_call_prints_the_result_as_json_and_exits_0(
@@ -167,7 +222,9 @@ async def test_call_with_invalid_json_exits_2_with_one_line(
 ) -> None:
     completed = await run_cli("call", "echo", '{"message":', *connection(mosquitto.url, prefix))
     assert completed.returncode == 2
-    assert "ARGS_JSON is not valid JSON" in one_error_line(completed)
+    assert "ARGS '{\"message\":' are neither KEY=VALUE pairs nor a JSON object" in one_error_line(
+        completed
+    )
     assert completed.stdout == b""
 
 
@@ -177,6 +234,18 @@ async def test_call_with_a_json_array_exits_2_asking_for_an_object(
     completed = await run_cli("call", "echo", '["hi"]', *connection(mosquitto.url, prefix))
     assert completed.returncode == 2
     assert "must be a JSON object" in one_error_line(completed)
+
+
+async def test_call_with_plain_words_suggests_them_as_the_tools_one_string_parameter(
+    served: str, mosquitto: Mosquitto
+) -> None:
+    prefix = served
+    completed = await run_cli("call", "echo", "hello", *connection(mosquitto.url, prefix))
+    assert completed.returncode == 2
+    assert one_error_line(completed).endswith(
+        """; try: argentic-tools call echo message=hello (or '{"message": "hello"}')"""
+    )
+    assert completed.stdout == b""
 
 
 async def test_call_of_an_unknown_tool_exits_1_with_one_line(
@@ -254,15 +323,19 @@ async def test_an_invalid_broker_url_exits_2_with_one_line(prefix: str) -> None:
     assert "unsupported broker URL scheme" in one_error_line(completed)
 
 
-async def test_describe_prompt_prints_json_of_every_tool(served: str, mosquitto: Mosquitto) -> None:
+async def test_describe_prompt_prints_every_tool_as_text_for_a_system_prompt(
+    served: str, mosquitto: Mosquitto
+) -> None:
     prefix = served
     completed = await run_cli(
         "describe", "--format", "prompt", *EXPECT_SERVED, *connection(mosquitto.url, prefix)
     )
     assert completed.returncode == 0, completed.stderr
-    described = {entry["name"]: entry for entry in json.loads(completed.stdout)}
-    assert set(described) == {"echo", "sleep"}
-    assert described["echo"]["parameters"]["required"] == ["message"]
+    echo, sleep = completed.stdout.decode().strip().split("\n\n## ")
+    assert echo.splitlines()[:2] == ["## echo", "Return the message unchanged."]
+    parameters = echo.splitlines()[-1].removeprefix("Parameters (JSON Schema): ")
+    assert json.loads(parameters)["required"] == ["message"]
+    assert sleep.startswith("sleep\n")
 
 
 @pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
@@ -553,7 +626,15 @@ async def test_bench_and_soak_hand_every_argument_to_their_benchmark_module(
     completed = await run_cli(command, "--help")
     if (ROOT / "benchmarks" / f"{module}.py").is_file():
         assert completed.returncode == 0, completed.stderr
-        assert f"benchmarks.{module}" in completed.stdout.decode()
+        help_text = completed.stdout.decode()
+        assert help_text.startswith(f"usage: argentic-tools {command} [-h]")
+        assert f"\nExamples:\n  argentic-tools {command}" in help_text
+        assert "python -m benchmarks" not in help_text.split("Examples:")[1]
+        refused = await run_cli(command, "--bogus")
+        assert refused.returncode == 2
+        assert lines(refused.stderr)[-1] == (
+            f"argentic-tools {command}: error: unrecognized arguments: --bogus"
+        )
     else:
         assert completed.returncode == 2
         assert "from a source checkout" in one_error_line(completed)

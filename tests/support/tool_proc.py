@@ -78,6 +78,16 @@ def email_sender(to: str, copies: int = 1) -> str:
     return f"sent to {to} x{copies}"
 
 
+@tool
+def convert_currency_at_the_historical_rate(amount: float, currency: str) -> str:
+    """Convert an amount of money into euros at the rate of the day it was spent.
+
+    A long name and a description of paragraphs: what `argentic-tools list` has to fit
+    into 80 columns without breaking the name.
+    """
+    return f"{amount} {currency}"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Serve the test tools until SIGTERM/SIGINT."""
     serve_main(TOOLS, argv, prog="tests.support.tool_proc")

@@ -2,7 +2,12 @@
 
 import pytest
 
-from argentic_tools.cli.calling import parse_arguments, typed_pairs
+from argentic_tools.cli.calling import (
+    ArgumentsError,
+    parse_arguments,
+    suggested_arguments,
+    typed_pairs,
+)
 from argentic_tools.cli.common import CliError
 
 
@@ -23,3 +28,46 @@ def test_arguments_are_one_json_object_or_typed_pairs() -> None:
         "t": ["x"],
         "u": "not json",
     }
+
+
+def test_arguments_that_are_neither_say_so_by_the_name_the_help_gives_them() -> None:
+    with pytest.raises(ArgumentsError) as error:
+        parse_arguments(["hello"])
+    assert str(error.value).startswith(
+        "ARGS 'hello' are neither KEY=VALUE pairs nor a JSON object (not JSON: "
+    )
+    assert error.value.text == "hello"  # for the tool's schema to suggest a form
+    with pytest.raises(ArgumentsError, match=r"^ARGS are KEY=VALUE pairs or one JSON object"):
+        parse_arguments(["hello", "world"])
+
+
+@pytest.mark.parametrize(
+    ("parts", "hint"),
+    [
+        (["text: hello"], """write text=hello or '{"text": "hello"}'"""),
+        (["--n=2"], """write n=2 or '{"n": 2}'"""),
+        (["text", "=", "hi"], """write text=hi or '{"text": "hi"}'"""),
+        (
+            ["text=hello", "big", "world", "n=2"],
+            "quote a value with spaces: text='hello big world'",
+        ),
+    ],
+)
+def test_pairs_written_another_way_get_the_way_to_write_them(parts: list[str], hint: str) -> None:
+    with pytest.raises(ArgumentsError) as error:
+        parse_arguments(parts)
+    assert str(error.value).endswith(f"; {hint}")
+    assert error.value.text is None  # the hint is all: no other form to suggest
+
+
+def test_the_tools_schema_suggests_how_to_give_it_plain_words() -> None:
+    one_string = {
+        "properties": {"text": {"type": "string"}, "loud": {"type": "boolean"}},
+        "required": ["text"],
+    }
+    assert suggested_arguments("shout", "hello world", one_string) == (
+        """; try: argentic-tools call shout text='hello world' (or '{"text": "hello world"}')"""
+    )
+    numbers = {"properties": {"a": {"type": "number"}}, "required": ["a"]}
+    assert suggested_arguments("half", "hello", numbers) == "; 'half' takes a: number"
+    assert suggested_arguments("now", "hello", {"type": "object"}) == "; 'now' takes no arguments"

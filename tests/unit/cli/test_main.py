@@ -1,11 +1,13 @@
-"""Option values the command line checks before it starts: seconds and HOST:PORT addresses."""
+"""The parser: option values it checks (seconds, HOST:PORT), its errors and its help."""
 
 import argparse
+import shlex
+from collections.abc import Iterator
 
 import pytest
 
 from argentic_tools.cli.common import CliError
-from argentic_tools.cli.main import positive_seconds
+from argentic_tools.cli.main import build_parser, positive_seconds
 from argentic_tools.cli.mcp_commands import host_and_port
 
 
@@ -18,3 +20,54 @@ def test_seconds_and_addresses_are_checked() -> None:
     assert host_and_port(":0") == ("127.0.0.1", 0)
     with pytest.raises(CliError, match="HOST:PORT"):
         host_and_port("localhost")
+
+
+Command = tuple[tuple[str, ...], argparse.ArgumentParser]
+BENCHMARKS = {("bench",), ("soak",)}
+"""Their help is the benchmark module's own (see test_cli's bench and soak tests)."""
+
+
+def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[Command]:
+    """Every command's parser, nested ones (``mcp serve``) included, with its words."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _commands(sub, (*path, name))
+    if path and not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions):
+        yield path, parser
+
+
+def test_every_commands_help_ends_with_examples_that_the_parser_accepts() -> None:
+    commands = [command for command in _commands(build_parser()) if command[0] not in BENCHMARKS]
+    assert len(commands) == 13
+    for words, parser in commands:
+        help_text = parser.format_help()
+        assert "\nExamples:\n  argentic-tools " in help_text, words
+        examples = help_text.split("\nExamples:\n", 1)[1].strip().splitlines()
+        assert len(examples) >= 2, words
+        for example in examples:
+            argv = shlex.split(example, comments=True)
+            assert argv[: 1 + len(words)] == ["argentic-tools", *words], example
+            args = build_parser().parse_args(argv[1:])  # SystemExit if it does not parse
+            assert [args.command, *([args.mcp_command] if words[0] == "mcp" else [])] == [*words]
+
+
+def test_an_unknown_option_is_reported_with_the_usage_of_the_command_typed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cases = {"list": ["list", "--bogus"], "mcp serve": ["mcp", "serve", "--bogus"]}
+    cases["call"] = ["call", "echo", "--jsn"]
+    for command, argv in cases.items():
+        with pytest.raises(SystemExit) as exit_info:
+            build_parser().parse_args(argv)
+        assert exit_info.value.code == 2
+        error = capsys.readouterr().err
+        assert error.startswith(f"usage: argentic-tools {command} [-h]"), error
+        assert error.rstrip().endswith(f"error: unrecognized arguments: {argv[-1]}")
+
+
+def test_help_shows_no_empty_list_as_a_default() -> None:
+    listing = dict(_commands(build_parser()))[("list",)]
+    help_text = " ".join(listing.format_help().split())
+    assert "--expect NAME" in help_text
+    assert "(default: [])" not in help_text
