@@ -168,9 +168,13 @@ class ToolStatsEntry(WireModel):
     calls: int = 0
     """Calls that ended."""
     errors: int = 0
-    """Calls that did not succeed."""
+    """Calls that failed: neither succeeded nor were cancelled by their caller."""
+    cancelled: int = 0
+    """Calls their caller cancelled, a caller's timeout included (extension): not errors.
+    Older peers send no count and count these calls in ``errors``; read from them, the
+    ``cancelled`` outcome is moved out of ``errors`` into this count."""
     outcomes: dict[str, int] = Field(default_factory=dict)
-    """Calls by outcome: ``success`` or the error code."""
+    """Calls by outcome: ``success``, ``cancelled`` or the error code."""
     p50_ms: float | None = None
     """Median duration of the recent calls (up to 2,048), from receipt to reply."""
     p99_ms: float | None = None
@@ -179,6 +183,13 @@ class ToolStatsEntry(WireModel):
     """Calls being served now."""
     max_concurrency: int | None = None
     """Calls served at once at most (None: no limit)."""
+
+    @model_validator(mode="after")
+    def _cancelled_apart(self) -> "ToolStatsEntry":
+        if "cancelled" not in self.model_fields_set and self.outcomes.get("cancelled"):
+            self.cancelled = self.outcomes["cancelled"]
+            self.errors = max(0, self.errors - self.cancelled)
+        return self
 
 
 class ToolStatsMessage(BaseMessage):

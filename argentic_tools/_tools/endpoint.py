@@ -215,6 +215,7 @@ class ToolEndpoint:
             tool_name=self.tool.name,
             calls=counters.calls,
             errors=counters.errors,
+            cancelled=counters.cancelled,
             outcomes=dict(counters.outcomes),
             p50_ms=counters.percentile_ms(50),
             p99_ms=counters.percentile_ms(99),

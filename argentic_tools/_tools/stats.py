@@ -18,7 +18,7 @@ class ToolCounters:
 
     def __init__(self) -> None:
         self.outcomes: Counter[str] = Counter()
-        """Calls by outcome: ``success`` or the error code."""
+        """Calls by outcome: ``success``, ``cancelled`` or the error code."""
         self._durations: deque[float] = deque(maxlen=LATENCY_SAMPLES)
 
     def record(self, outcome: str, seconds: float) -> None:
@@ -32,9 +32,14 @@ class ToolCounters:
         return sum(self.outcomes.values())
 
     @property
+    def cancelled(self) -> int:
+        """Calls their caller cancelled (a timeout included): neither a success nor an error."""
+        return self.outcomes["cancelled"]
+
+    @property
     def errors(self) -> int:
-        """Calls that did not succeed."""
-        return self.calls - self.outcomes["success"]
+        """Calls that failed: neither a success nor cancelled by their caller."""
+        return self.calls - self.outcomes["success"] - self.cancelled
 
     def percentile_ms(self, pct: float) -> float | None:
         """The ``pct`` percentile of the recent durations, in ms (None before any call)."""

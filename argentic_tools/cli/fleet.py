@@ -1,12 +1,15 @@
 """``stats`` and ``top``: what each tool process has served, in its own words.
 
 Both ask every tool process on the bus with :meth:`ToolManager.fleet_stats`; each
-process answers for all the tools it serves (calls, errors, p50/p99 durations,
-calls in flight and the concurrency limit; its host, pid, version and uptime), so
+process answers for all the tools it serves (calls, errors, cancellations, p50/p99
+durations, calls in flight and the concurrency limit; its host, pid, version and uptime), so
 the numbers are the same whichever manager asks. ``stats`` prints one row per tool
 instance, or each process's answer as JSON; ``top`` asks again every ``--interval``
 seconds and shows one row per tool, its replicas summed up, with calls per second
 measured between two answers of the same instance.
+
+A call its caller cancelled (a caller's timeout included) is no error: ``Err %`` is the
+errors among the calls that were not cancelled, and the cancelled ones have their column.
 """
 
 import argparse
@@ -102,7 +105,8 @@ def stats_table(answers: Sequence[ToolStatsMessage], broker: str) -> Table:
     table = _table(f"{len(rows)} tool instance(s) in {len(answers)} process(es) on {broker}")
     table.add_column("Tool", overflow="fold")
     table.add_column("Process", overflow="fold")
-    for header in ("Calls", "Errors", "Err %", "p50 ms", "p99 ms", "In flight", "Uptime"):
+    headers = ("Calls", "Errors", "Err %", "Cancelled", "p50 ms", "p99 ms", "In flight", "Uptime")
+    for header in headers:
         table.add_column(header, justify="right", no_wrap=True)
     table.add_column("Version", no_wrap=True)
     for entry, answer in rows:
@@ -111,7 +115,8 @@ def stats_table(answers: Sequence[ToolStatsMessage], broker: str) -> Table:
             process_label(answer),
             str(entry.calls),
             _errors(entry.errors),
-            percent(entry.errors, entry.calls),
+            error_rate(entry.errors, entry.calls, entry.cancelled),
+            str(entry.cancelled),
             milliseconds(entry.p50_ms),
             milliseconds(entry.p99_ms),
             load(entry.in_flight, entry.max_concurrency),
@@ -157,6 +162,11 @@ def percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}" if whole else "-"
 
 
+def error_rate(errors: int, calls: int, cancelled: int) -> str:
+    """Errors in percent of the calls that were not cancelled; ``-`` when there is none."""
+    return percent(errors, calls - cancelled)
+
+
 def load(in_flight: int, limit: int | None) -> str:
     """Calls in flight over the concurrency limit (``3/8``); just the calls without one."""
     return str(in_flight) if limit is None else f"{in_flight}/{limit}"
@@ -192,6 +202,9 @@ class ToolSummary:
     replicas: int
     calls: int
     errors: int
+    """Calls that failed (cancelled ones are not errors)."""
+    cancelled: int
+    """Calls their caller cancelled."""
     rate: float | None
     """Calls per second summed over the replicas measured twice; None before that."""
     p50_ms: float | None
@@ -261,6 +274,7 @@ class FleetView:
             replicas=len(entries),
             calls=sum(entry.calls for entry in entries),
             errors=sum(entry.errors for entry in entries),
+            cancelled=sum(entry.cancelled for entry in entries),
             rate=sum(rates) if rates else None,
             p50_ms=_largest(entry.p50_ms for entry in entries),
             p99_ms=_largest(entry.p99_ms for entry in entries),
@@ -295,7 +309,17 @@ class FleetView:
         footer = Text("; ".join(notes), style="dim")
         table = _table()
         table.add_column("Tool", overflow="fold")
-        for column in ("Replicas", "Calls/s", "Calls", "Errors", "Err %", "p50 ms", "p99 ms"):
+        columns = (
+            "Replicas",
+            "Calls/s",
+            "Calls",
+            "Errors",
+            "Err %",
+            "Cancelled",
+            "p50 ms",
+            "p99 ms",
+        )
+        for column in columns:
             table.add_column(column, justify="right", no_wrap=True)
         table.add_column("In flight", justify="right", no_wrap=True)
         for summary in summaries:
@@ -305,7 +329,8 @@ class FleetView:
                 "-" if summary.rate is None else f"{summary.rate:.1f}",
                 str(summary.calls),
                 _errors(summary.errors),
-                percent(summary.errors, summary.calls),
+                error_rate(summary.errors, summary.calls, summary.cancelled),
+                str(summary.cancelled),
                 milliseconds(summary.p50_ms),
                 milliseconds(summary.p99_ms),
                 load(summary.in_flight, summary.limit),

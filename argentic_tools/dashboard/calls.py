@@ -154,6 +154,7 @@ class _Bucket:
     durations: list[float] = field(default_factory=list)
     count: int = 0
     errors: int = 0
+    """Calls that failed: neither succeeded nor were cancelled by their caller."""
 
 
 class CallLog:
@@ -441,7 +442,7 @@ class CallLog:
         start = int(ended_at) - int(ended_at) % BUCKET_SECONDS
         bucket = self._latency.setdefault(record.tool_name, {}).setdefault(start, _Bucket())
         bucket.count += 1
-        if record.status != "success":
+        if record.status not in ("success", "cancelled"):  # a cancelled call did not fail
             bucket.errors += 1
         if duration is not None and len(bucket.durations) < SAMPLES_PER_BUCKET:
             bucket.durations.append(duration)

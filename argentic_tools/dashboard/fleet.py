@@ -4,13 +4,17 @@
 instances exist, which process (client id) serves each, and when one leaves (its
 Last Will, or its unregistration). The answers to ``fleet_stats`` say what each
 process is (host, pid, version, uptime) and what each instance has served (calls,
-errors, p50/p99, calls in flight, its concurrency limit). An instance that leaves
+errors, cancellations, p50/p99, calls in flight, its concurrency limit). A call its
+caller cancelled is no error: error rates are over the calls not cancelled. An
+instance whose process does not answer stats requests (an older version, another
+implementation) counts its uptime from its registration. An instance that leaves
 the registry stays on view as offline, with its last numbers, until it registers
 again or :data:`MAX_OFFLINE` newer departures push it out.
 """
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from .._protocol.fleet_messages import ToolStatsEntry, ToolStatsMessage
@@ -26,6 +30,8 @@ class _Instance:
     tool_id: str
     name: str
     source: str | None
+    registered_at: float | None = None
+    """Unix time of its latest registration, as the manager's registry says."""
     online: bool = True
     left_at: float | None = None
     stats: ToolStatsEntry | None = None
@@ -49,10 +55,12 @@ class FleetView:
         for tool_id, entry in registry.items():
             known = self._instances.get(tool_id)
             source = entry.get("source_client_id")
+            registered_at = _unix(entry.get("registered_at"))
             if known is None or known.source != source or known.name != entry["name"]:
-                self._instances[tool_id] = _Instance(tool_id, entry["name"], source)
+                self._instances[tool_id] = _Instance(tool_id, entry["name"], source, registered_at)
             elif not known.online:
                 known.online, known.left_at = True, None
+                known.registered_at = registered_at
         gone = [
             tool_id
             for tool_id, instance in self._instances.items()
@@ -92,6 +100,8 @@ class FleetView:
             replicas = sorted(tools[name], key=lambda r: (not r["online"], r["process"] or ""))
             calls = sum(r["calls"] for r in replicas)
             errors = sum(r["errors"] for r in replicas)
+            cancelled = sum(r["cancelled"] for r in replicas)
+            starts = [r["started_at"] for r in replicas if r["online"] and r["started_at"]]
             p99s = [r["p99_ms"] for r in replicas if r["p99_ms"] is not None]
             p50s = [r["p50_ms"] for r in replicas if r["p50_ms"] is not None]
             view.append(
@@ -100,7 +110,10 @@ class FleetView:
                     "online": sum(1 for r in replicas if r["online"]),
                     "calls": calls,
                     "errors": errors,
-                    "error_rate": errors / calls if calls else None,
+                    "cancelled": cancelled,
+                    "error_rate": _error_rate(errors, calls, cancelled),
+                    # The longest-serving online replica's start: the tool's uptime.
+                    "started_at": min(starts) if starts else None,
                     "p50_ms": max(p50s) if p50s else None,
                     "p99_ms": max(p99s) if p99s else None,
                     "in_flight": sum(r["in_flight"] for r in replicas if r["online"]),
@@ -129,16 +142,37 @@ class FleetView:
             "host": answer.host if answer else None,
             "pid": answer.pid if answer else None,
             "version": answer.version if answer else None,
-            # When the process started serving, so that the page counts its uptime on.
+            # When the process started serving (or, when it does not say, when the
+            # instance registered), so that the page counts its uptime on.
             "started_at": (
-                process.answered_at - process.answer.uptime_seconds if process else None
+                process.answered_at - process.answer.uptime_seconds
+                if process
+                else instance.registered_at
             ),
+            "uptime_from": "stats" if process else "registration",
             "calls": stats.calls if stats else 0,
             "errors": stats.errors if stats else 0,
-            "error_rate": stats.errors / stats.calls if stats and stats.calls else None,
+            "cancelled": stats.cancelled if stats else 0,
+            "error_rate": _error_rate(stats.errors, stats.calls, stats.cancelled)
+            if stats
+            else None,
             "outcomes": dict(stats.outcomes) if stats else {},
             "p50_ms": stats.p50_ms if stats else None,
             "p99_ms": stats.p99_ms if stats else None,
             "in_flight": stats.in_flight if stats else 0,
             "max_concurrency": stats.max_concurrency if stats else None,
         }
+
+
+def _error_rate(errors: int, calls: int, cancelled: int) -> float | None:
+    """Errors over the calls not cancelled; None when there is none."""
+    ended = calls - cancelled
+    return errors / ended if ended > 0 else None
+
+
+def _unix(iso: Any) -> float | None:
+    """An ISO 8601 time as Unix time; None when it is not one."""
+    try:
+        return datetime.fromisoformat(iso).timestamp() if isinstance(iso, str) else None
+    except ValueError:
+        return None

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,6 +150,49 @@ async def test_stats_json_counts_each_process_calls_and_errors_exactly(
     assert errors == Counter(fail=FAIL_CALLS)
 
 
+async def sleep_served_three_and_two_cancelled(manager: ToolManager) -> str:
+    """Three calls of ``sleep`` that end, two that their caller gives up on; the tool id."""
+    sleep = await manager.wait_for_tool("sleep", timeout=15)
+    for _ in range(3):
+        assert isinstance(await manager.execute_tool(sleep.id, {"seconds": 0}), TaskResultMessage)
+    for _ in range(2):  # the caller times out and tells the tool to stop: "cancelled"
+        late = await manager.execute_tool(sleep.id, {"seconds": 30}, timeout=0.5)
+        assert isinstance(late, TaskErrorMessage) and late.error_code == "timeout"
+    # The tool counts a call once it has stopped it: wait until it has counted all five.
+    with anyio.fail_after(30):
+        while True:
+            answers = await manager.fleet_stats(wait=5)
+            entries = [e for a in answers for e in a.tools if e.tool_id == sleep.id]
+            if entries and entries[0].calls == 5:
+                return sleep.id
+
+
+async def test_stats_and_top_count_cancelled_calls_apart_from_errors(
+    manager: ToolManager, tool_process: ToolProcess, mosquitto: Mosquitto, prefix: str
+) -> None:
+    sleep_id = await sleep_served_three_and_two_cancelled(manager)
+    where = [*connection(mosquitto.url, prefix), "--wait", "20", "--expect", sleep_id]
+    completed = await run_cli("stats", "--json", *where)
+    assert completed.returncode == 0, completed.stderr
+    (answer,) = [ToolStatsMessage.model_validate(item) for item in json.loads(completed.stdout)]
+    (entry,) = [entry for entry in answer.tools if entry.tool_id == sleep_id]
+    assert (entry.calls, entry.errors, entry.cancelled) == (5, 0, 2)
+    assert entry.outcomes == {"success": 3, "cancelled": 2}
+
+    # Calls, Errors, Err %, Cancelled: no error at all, not 40 %.
+    completed = await run_cli("stats", *where)
+    assert completed.returncode == 0, completed.stderr
+    header = next(line.split() for line in completed.stdout.decode().splitlines() if "Err" in line)
+    assert header[:8] == ["Tool", "Process", "Calls", "Errors", "Err", "%", "Cancelled", "p50"]
+    (row,) = top_rows(completed.stdout.decode(), ("sleep",)).values()
+    assert row[2:6] == ["5", "0", "0.0", "2"]
+
+    completed = await run_cli("top", "--once", "--interval", "0.2", *where)
+    assert completed.returncode == 0, completed.stderr
+    # Tool, Replicas, Calls/s, Calls, Errors, Err %, Cancelled.
+    assert top_rows(completed.stdout.decode(), ("sleep",))["sleep"][3:7] == ["5", "0", "0.0", "2"]
+
+
 async def test_stats_json_leaves_out_what_is_not_known(fleet: Fleet, mosquitto: Mosquitto) -> None:
     completed = await run_cli(
         "stats", "--json", *fleet.expect_all(), *connection(mosquitto.url, fleet.prefix)
@@ -204,12 +247,12 @@ async def test_stats_against_an_unreachable_broker_exits_2_with_one_line(prefix:
 # -- top --once and without a terminal -------------------------------------------------
 
 
-def top_rows(screen: str) -> dict[str, list[str]]:
-    """``top``'s table rows by tool name, cells split on blanks."""
+def top_rows(screen: str, tools: Sequence[str] = TEST_TOOLS) -> dict[str, list[str]]:
+    """The table rows of ``top`` (or ``stats``) by tool name, cells split on blanks."""
     return {
         cells[0]: cells
         for cells in (line.split() for line in screen.splitlines())
-        if cells and cells[0] in TEST_TOOLS
+        if cells and cells[0] in tools
     }
 
 
@@ -235,7 +278,8 @@ async def test_top_once_prints_each_tool_summed_over_its_replicas(
     assert rows["echo"][1:2] + rows["echo"][3:6] == ["3", str(ECHO_CALLS), "0", "0.0"]
     assert rows["fail"][3:6] == [str(FAIL_CALLS), str(FAIL_CALLS), "100.0"]
     assert float(rows["echo"][2]) == 0.0  # nothing was called between the two samples
-    assert rows["echo"][8] == "0/192"  # 64 at once per replica
+    assert rows["echo"][6] == "0"  # Cancelled
+    assert rows["echo"][9] == "0/192"  # 64 at once per replica
     order = [
         line.split()[0]
         for line in screen.splitlines()

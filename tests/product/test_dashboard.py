@@ -207,6 +207,62 @@ async def test_the_page_shows_three_processes_tools_and_a_call_as_it_happens(
     print(f"\nscreenshot: {shot}")
 
 
+async def test_the_page_says_it_is_loading_until_its_first_snapshot_and_leaves_no_blanks(
+    browser: Browser, manager: ToolManager, tool_process: ToolProcess, dashboard: str
+) -> None:
+    await manager.wait_for_tool("sleep", timeout=15)
+    page = await browser.new_page()
+    # The event stream is held back: the page is what a visitor sees before its first event.
+    await page.send("Fetch.enable", patterns=[{"urlPattern": "*/api/events*"}])
+    paused = page.expect("Fetch.requestPaused")
+    await page.goto(dashboard)
+    with anyio.fail_after(PAGE_TIMEOUT):
+        held = await paused
+    before = await page.evaluate(
+        """({link: document.getElementById('link').textContent,
+             state: document.getElementById('link').dataset.state,
+             text: document.body.innerText})"""
+    )
+    assert before["state"] == "connecting" and before["link"] == "connecting…"
+    assert "No tool registered yet" not in before["text"]  # not known yet
+    assert "No call seen yet" not in before["text"]
+    assert "Waiting for the dashboard's first update" in before["text"]
+    assert not re.search(r"per\s+s\b|up to\s+min", before["text"]), before["text"]
+
+    await page.send("Fetch.continueRequest", requestId=held["requestId"])
+    await page.send("Fetch.disable")
+    await page.wait_for("document.getElementById('link').dataset.state === 'live'")
+    legend = await page.wait_for(
+        "!document.getElementById('latency-legend').hidden && "
+        "document.getElementById('latency-legend').textContent"
+    )
+    assert re.search(r"per \d+ s: .* up to \d+ min back", legend), legend
+    # Calls refused before they are sent never reach the bus: the page says so.
+    note = await page.evaluate("document.getElementById('calls-note').textContent")
+    assert "refuses before sending" in " ".join(note.split())
+
+    # One call that ends, one its caller gives up on: the tool was cancelled, it did not fail.
+    assert (await manager.execute_tool("sleep", {"seconds": 0})).status == TaskStatus.SUCCESS
+    late = await manager.execute_tool("sleep", {"seconds": 30}, timeout=0.5)
+    assert isinstance(late, TaskErrorMessage) and late.error_code == "timeout"
+    # Tool / process, State, Uptime, Calls, Err %, Cancelled.
+    cells = await page.wait_for(
+        """(() => {
+            const row = document.querySelector('tr.tool-row[data-tool="sleep"]');
+            const cells = row && [...row.cells].map((cell) => cell.textContent);
+            return cells && cells[3] === '2' && cells;
+        })()""",
+        timeout=20,
+    )
+    assert re.fullmatch(r"\d+s|\d+m \d+s", cells[2]), cells  # the tool's uptime is shown
+    assert cells[4:6] == ["0.0", "1"], cells
+    replica = await page.evaluate(
+        "[...document.querySelector('tr.replica[data-tool=\"sleep\"]').cells]"
+        ".map((cell) => cell.textContent)"
+    )
+    assert re.fullmatch(r"\d+s|\d+m \d+s", replica[2]) and replica[4:6] == ["0.0", "1"]
+
+
 async def test_a_killed_tool_process_turns_offline_and_its_pending_call_fails(
     browser: Browser,
     manager: ToolManager,

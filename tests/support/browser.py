@@ -115,6 +115,10 @@ class Page:
         """Run a DevTools command in this tab."""
         return await self._connection.send(method, self.session, **params)
 
+    def expect(self, method: str) -> asyncio.Future[dict[str, Any]]:
+        """A future for this tab's next ``method`` event (ask before causing it)."""
+        return self._connection.expect(method, self.session)
+
     async def goto(self, url: str, timeout: float = 30.0) -> None:
         """Open ``url`` and wait for its load event."""
         loaded = self._connection.expect("Page.loadEventFired", self.session)

@@ -298,9 +298,10 @@ function renderFleet() {
         { class: "tool-row", "data-tool": tool.name, "data-state": health },
         el("td", {}, el("strong", { text: tool.name }), el("span", { class: "muted", text: ` ${tool.online}/${tool.replicas.length} online` })),
         el("td", {}, el("span", { class: `state st-${health}`, text: health })),
-        el("td", { class: "num" }),
+        el("td", { class: "num", text: tool.started_at ? fmtDuration(now - tool.started_at) : "–", title: "the longest-serving online replica's uptime" }),
         el("td", { class: "num", text: tool.calls.toLocaleString() }),
         el("td", { class: "num", text: fmtPercent(tool.error_rate) }),
+        el("td", { class: "num", text: tool.cancelled.toLocaleString() }),
         el("td", { class: "num", text: fmtMs(tool.p50_ms) }),
         el("td", { class: "num", text: fmtMs(tool.p99_ms) }),
         el("td", { class: "num", text: String(tool.in_flight) }),
@@ -310,6 +311,9 @@ function renderFleet() {
       const uptime = replica.online
         ? fmtDuration(replica.started_at ? now - replica.started_at : null)
         : `gone ${fmtDuration(now - replica.left_at)}`;
+      const uptimeTitle = replica.online && replica.uptime_from === "registration"
+        ? "since it registered: its process does not report stats"
+        : "";
       const limit = replica.max_concurrency === null ? "∞" : replica.max_concurrency;
       rows.push(
         el(
@@ -323,9 +327,10 @@ function renderFleet() {
           },
           el("td", { class: "process", text: `↳ ${replica.process || "?"}`, title: `${replica.source || ""} · tool id ${replica.tool_id} · v${replica.version || "?"}` }),
           el("td", {}, stateBadge(replica.state)),
-          el("td", { class: "num", text: uptime }),
+          el("td", { class: "num", text: uptime, title: uptimeTitle }),
           el("td", { class: "num", text: replica.calls.toLocaleString() }),
           el("td", { class: "num", text: fmtPercent(replica.error_rate) }),
+          el("td", { class: "num", text: replica.cancelled.toLocaleString() }),
           el("td", { class: "num", text: fmtMs(replica.p50_ms) }),
           el("td", { class: "num", text: fmtMs(replica.p99_ms) }),
           el("td", { class: "num", text: `${replica.in_flight}/${limit}` }),
@@ -335,6 +340,7 @@ function renderFleet() {
   }
   $("fleet-body").replaceChildren(...rows);
   $("fleet-empty").hidden = rows.length > 0;
+  $("fleet-empty").textContent = "No tool registered yet.";
   $("fleet-summary").textContent = state.fleet.length
     ? `${state.fleet.length} tools, ${online}/${instances} instances online`
     : "";
@@ -441,6 +447,7 @@ function renderCharts() {
   }
   $("charts").replaceChildren(...charts);
   $("charts-empty").hidden = charts.length > 0;
+  $("charts-empty").textContent = "No call ended yet.";
 }
 
 // -- the call form ----------------------------------------------------------------------
@@ -588,9 +595,10 @@ function clock(serverTime) {
 function connect() {
   const link = $("link");
   const source = new EventSource("/api/events");
+  // "live" once the first snapshot is shown: an open stream has sent nothing yet.
   source.onopen = () => {
-    link.dataset.state = "live";
-    link.textContent = "live";
+    link.dataset.state = "connecting";
+    link.textContent = "loading…";
   };
   source.onerror = () => {
     const closed = source.readyState === EventSource.CLOSED;
@@ -600,17 +608,21 @@ function connect() {
   source.addEventListener("snapshot", (event) => {
     const data = JSON.parse(event.data);
     clock(data.server_time);
+    link.dataset.state = "live";
+    link.textContent = "live";
     state.callsShown = data.calls_shown;
     state.bucket = data.bucket_seconds;
     state.window = data.window_seconds;
     $("window").textContent = String(Math.round(state.window / 60));
     $("bucket").textContent = String(state.bucket);
+    $("latency-legend").hidden = false;
     $("broker").textContent = `${data.broker} · ${data.register_topic}`;
     renderCounters(data.counters);
     state.rows.clear();
     state.calls.clear();
     $("calls-body").replaceChildren();
     for (const call of data.calls) upsertCall(call, false, false);
+    $("calls-empty").textContent = "No call seen yet.";
     $("calls-empty").hidden = state.rows.size > 0;
     state.fleet = data.fleet;
     renderFleet();

@@ -3,7 +3,14 @@
 import pytest
 
 from argentic_tools import ToolStatsEntry, ToolStatsMessage
-from argentic_tools.cli.fleet import FleetView, duration, load, milliseconds, percent
+from argentic_tools.cli.fleet import (
+    FleetView,
+    duration,
+    error_rate,
+    load,
+    milliseconds,
+    percent,
+)
 
 
 def answer(source: str, at: float, *entries: ToolStatsEntry) -> ToolStatsMessage:
@@ -80,3 +87,22 @@ def test_numbers_are_short_and_say_when_there_is_nothing_to_show() -> None:
     assert (percent(1, 3), percent(0, 0)) == ("33.3", "-")
     assert (load(2, 8), load(2, None)) == ("2/8", "2")
     assert [duration(s) for s in (5, 65, 3700, 90061)] == ["5s", "1m05s", "1h01m", "1d01h"]
+
+
+def test_the_error_rate_leaves_cancelled_calls_out() -> None:
+    assert error_rate(0, 5, 2) == "0.0"  # two cancelled, three succeeded: no error
+    assert error_rate(1, 5, 1) == "25.0"  # one error among the four not cancelled
+    assert error_rate(0, 2, 2) == "-"  # every call cancelled: no rate to show
+    view = FleetView("errors")
+    view.update(
+        [
+            answer(
+                "a",
+                1.0,
+                ToolStatsEntry(tool_id="1", tool_name="x", calls=5, errors=1, cancelled=2),
+                ToolStatsEntry(tool_id="2", tool_name="x", calls=3, cancelled=1),
+            )
+        ]
+    )
+    (summary,) = view.summaries()
+    assert (summary.calls, summary.errors, summary.cancelled) == (8, 1, 3)

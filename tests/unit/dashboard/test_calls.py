@@ -128,3 +128,19 @@ def test_a_result_whose_task_comes_later_or_was_sent_before_the_dashboard_is_no_
     )
     log.sweep()
     assert log.counters()["lost"] == 0
+
+
+def test_a_cancelled_call_is_no_failure_in_the_latency_chart() -> None:
+    log = CallLog()
+    for task_id, status in (("c1", TaskStatus.CANCELLED), ("e1", TaskStatus.ERROR)):
+        log.task(TaskMessage(task_id=task_id, tool_id="t1", tool_name="sleep", arguments={}), 10)
+        log.result(
+            TaskErrorMessage(
+                task_id=task_id, tool_id="t1", tool_name="sleep", status=status, error="stop"
+            ),
+            10,
+        )
+    buckets = log.latency()["sleep"]  # one, or two when the calls straddle a bucket's end
+    assert (sum(b[1] or 0 for b in buckets), sum(b[4] or 0 for b in buckets)) == (2, 1)
+    counters = log.counters()
+    assert (counters["cancelled"], counters["failed"]) == (1, 1)
