@@ -321,17 +321,18 @@ class McpGateway:
         host: str,
         port: int,
         *,
+        path: str = "/mcp",
         stop: Callable[[], Awaitable[None]] | None = None,
         task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve streamable HTTP on ``http://host:port/mcp`` until ``stop`` returns.
+        """Serve streamable HTTP on ``http://host:port{path}`` until ``stop`` returns.
 
         ``task_status.started`` gets the port once it listens (useful with port 0).
         In-flight calls finish before the server stops.
         """
         import uvicorn
 
-        app = self.server.streamable_http_app(stateless_http=False)
+        app = self.server.streamable_http_app(streamable_http_path=path, stateless_http=False)
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", lifespan="on", log_config=None
         )

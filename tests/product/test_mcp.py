@@ -284,10 +284,13 @@ async def initialize_at(session: ClientSession, version: str) -> types.Initializ
 
 
 @contextlib.asynccontextmanager
-async def http_gateway(url: str, prefix: str) -> AsyncIterator[tuple[str, Process]]:
-    """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL and process."""
+async def http_gateway(url: str, prefix: str, *options: str) -> AsyncIterator[tuple[str, Process]]:
+    """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL and process.
+
+    ``options`` come after ``--http 127.0.0.1:0``; the path they choose ends with /mcp.
+    """
     process = await anyio.open_process(
-        gateway_command(url, prefix, "--http", "127.0.0.1:0", "--log-level", "INFO"),
+        gateway_command(url, prefix, "--http", "127.0.0.1:0", "--log-level", "INFO", *options),
         cwd=ROOT,
         env=child_env(),
     )
@@ -323,6 +326,16 @@ async def test_the_http_gateway_serves_every_era_and_per_thread_views(
             assert "steps" in names
             result = await session.call_tool("steps", {"count": 1, "interval": 0})
             assert result.structured_content == {"result": 1}
+
+
+async def test_the_gateway_serves_http_on_the_transport_and_path_given(
+    mosquitto: Mosquitto, mcp_prefix: str, long_tools: ToolProcess
+) -> None:
+    options = ("--transport", "streamable-http", "--path", "/fleet/mcp")
+    async with http_gateway(mosquitto.url, mcp_prefix, *options) as (url, _):
+        assert url.endswith("/fleet/mcp")
+        async with Client(url) as client:
+            assert "steps" in [t.name for t in (await client.list_tools()).tools]
 
 
 async def test_a_broker_outage_ends_mcp_calls_with_a_clear_error(

@@ -7,6 +7,7 @@ the manager's reason and left out, the others are served, and the server is star
 once: a refusal is no reason to restart a healthy server.
 """
 
+import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -23,6 +24,7 @@ from argentic_tools.mcp import bridge as bridge_module
 from argentic_tools.mcp.bridge import McpBridge
 from argentic_tools.mcp.server_process import ServerNotFoundError
 from tests.support.brokers import Mosquitto
+from tests.support.cli import cli_process, connection, one_error_line, run_cli
 from tests.support.clients import manager_for, messager_for
 from tests.support.processes import ROOT, ToolProcess
 
@@ -230,3 +232,66 @@ async def test_a_server_without_list_changed_is_polled(
     async with bridged(mosquitto, prefix, tmp_path / "starts", "--grow"):
         await manager.execute_tool("grow", {}, timeout=10)
         await manager.wait_for_tool("grown", timeout=10)
+
+
+async def test_the_cli_fails_at_once_on_a_mistyped_server_command(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    bridge = cli_args(mosquitto, prefix, "--", "argentic-no-such-mcp-server", "--flag")
+    completed = await run_cli(*bridge)
+    assert completed.returncode == 2
+    line = one_error_line(completed)
+    assert line == "error: cannot start the MCP server 'argentic-no-such-mcp-server': " + (
+        "No such file or directory"
+    )
+
+
+def cli_args(mosquitto: Mosquitto, prefix: str, *options: str) -> list[str]:
+    return ["mcp", "bridge", *connection(mosquitto.url, prefix), *options]
+
+
+async def test_the_cli_bridges_a_server_from_an_mcp_servers_config_with_env(
+    mosquitto: Mosquitto, prefix: str, manager: ToolManager, tmp_path: Path
+) -> None:
+    # The format of Claude Desktop's and the MCP Inspector's config files.
+    config = tmp_path / "mcp.json"
+    server = {
+        "command": sys.executable,
+        "args": [SERVER, "--require-env", "ARGENTIC_TEST_TOKEN"],
+        "env": {"ARGENTIC_TEST_TOKEN": "?"},
+    }
+    other = {"command": "never-started"}
+    config.write_text(json.dumps({"mcpServers": {"other": other, "test": server}}))
+    options = ["--config", str(config), "--server", "test"]
+    async with cli_process(*cli_args(mosquitto, prefix, *options)):
+        first = await manager.wait_for_tool("shout", timeout=30)
+        shout = await manager.execute_tool("shout", {"text": "hi"}, timeout=10)
+        assert shout.result == "HI?"
+    await manager.wait_for_tool_removed(first.id, timeout=15)
+    # -e KEY=VALUE sets a variable too, over the file's.
+    async with cli_process(*cli_args(mosquitto, prefix, *options, "-e", "ARGENTIC_TEST_TOKEN=!")):
+        await manager.wait_for_tool("shout", timeout=30)
+        shout = await manager.execute_tool("shout", {"text": "hi"}, timeout=10)
+        assert shout.result == "HI!"
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--server", "test"], "error: --config FILE is where --server NAME picks a server"),
+        (["--config", "{config}"], "has several servers: choose one with --server NAME"),
+        (["--config", "{config}", "--server", "nope"], "no server 'nope' (it has one, two)"),
+        (["-e", "TOKEN", "--", "x"], "error: -e 'TOKEN': expected KEY=VALUE"),
+    ],
+)
+async def test_the_cli_says_what_is_wrong_with_a_config_or_env_option(
+    mosquitto: Mosquitto, prefix: str, tmp_path: Path, options: list[str], expected: str
+) -> None:
+    config = tmp_path / "mcp.json"
+    servers = {"one": {"command": "a"}, "two": {"command": "b"}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    completed = await run_cli(
+        *cli_args(mosquitto, prefix, *(o.format(config=config) for o in options))
+    )
+    assert completed.returncode == 2
+    assert expected in one_error_line(completed)
