@@ -1,6 +1,7 @@
 """``argentic-tools mcp serve`` and ``argentic-tools mcp bridge`` (the ``mcp`` extra)."""
 
 import argparse
+import contextlib
 import functools
 import gc
 import importlib
@@ -15,6 +16,7 @@ import anyio
 from .. import start_metrics_server
 from .._agent.fleet import settling
 from .._agent.manager import ToolManager
+from .._errors import BrokerError
 from .common import EXIT_OK, CliError, StopRequest, connected_manager
 
 QUIET_SECONDS = 0.1
@@ -90,7 +92,13 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
             start_metrics_server(args.metrics_port)
         except (RuntimeError, OSError) as exc:
             raise CliError(f"--metrics-port {args.metrics_port}: {exc}") from None
-    async with connected_manager(args) as manager:
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            manager = await stack.enter_async_context(connected_manager(args))
+        except BrokerError as exc:
+            if address is None:  # tell the MCP client why, not only our stderr
+                await gateway_module.refuse_stdio(f"argentic-tools mcp serve: {exc}")
+            raise
         await settle(manager, args.wait)
         # What exists now lives as long as the gateway: keep it out of the collector's
         # full passes, which otherwise stalled a 1,000-tool listing by ~130 ms at random.

@@ -27,6 +27,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from argentic_tools import (  # noqa: E402
     ThreadToolPolicy,
@@ -38,7 +39,7 @@ from argentic_tools import (  # noqa: E402
 from argentic_tools.mcp.bridge import McpBridge  # noqa: E402
 from argentic_tools.mcp.gateway import McpGateway  # noqa: E402
 from argentic_tools.mcp.names import is_mcp_name  # noqa: E402
-from tests.support.brokers import Mosquitto, child_env  # noqa: E402
+from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
 from tests.support.clients import manager_for, messager_for  # noqa: E402
 from tests.support.processes import ROOT, ToolProcess  # noqa: E402
 
@@ -336,6 +337,27 @@ async def test_the_gateway_serves_http_on_the_transport_and_path_given(
         assert url.endswith("/fleet/mcp")
         async with Client(url) as client:
             assert "steps" in [t.name for t in (await client.list_tools()).tools]
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions in ``error``, however deeply grouped."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_client_of_a_gateway_whose_broker_is_down_is_told_why(mode: str) -> None:
+    dead = f"mqtt://127.0.0.1:{free_port()}"  # nothing listens there
+    reasons: list[str] = []
+    with anyio.fail_after(30):
+        try:
+            async with Client(stdio_gateway(dead, "unused"), mode=mode):
+                pass
+        except* MCPError as refused:
+            reasons = [str(error) for error in leaves(refused)]
+    (reason,) = reasons
+    assert reason.startswith("argentic-tools mcp serve: cannot connect to the MQTT broker at")
 
 
 async def test_a_broker_outage_ends_mcp_calls_with_a_clear_error(
