@@ -280,6 +280,7 @@ class McpBridge:
     ) -> None:
         """Return when the tools may have changed; raise once the server has exited."""
         exited = self.process.exited if self.process is not None else None
+        notifies = notifies and not changes.polled
         wait = LIVENESS_SECONDS if notifies else POLL_SECONDS
         while True:
             with anyio.move_on_after(wait):
@@ -315,6 +316,8 @@ class _Changes:
 
     def __init__(self) -> None:
         self.event = anyio.Event()
+        self.polled = False
+        """True when the server declares notifications but refused to send them."""
 
     async def on_message(self, message: Any) -> None:
         """The client's message handler: notifications on the connection (handshake era)."""
@@ -341,7 +344,11 @@ async def _listen(
             task_status.started()
             async for _event in subscription:
                 changes.event.set()
-    except ListenNotSupportedError:
+    except ListenNotSupportedError:  # before 2026-07-28 they come on the connection
+        task_status.started()
+    except MCPError as exc:
+        logger.info("the MCP server refused to send tool list changes (%s): polling it", exc)
+        changes.polled = True
         task_status.started()
 
 

@@ -135,8 +135,7 @@ class ServerProcess:
                     anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
                 ):
                     async for chunk in process.stderr:
-                        sys.stderr.buffer.write(chunk)
-                        sys.stderr.flush()
+                        _echo(chunk)
                         *lines, buffer = (buffer + chunk).split(b"\n")
                         self.stderr_tail.extend(_text(line) for line in lines if line.strip())
                 if buffer.strip():
@@ -174,6 +173,16 @@ async def _stop(process: anyio.abc.Process) -> None:
                 await anyio.sleep(0.01)
         if process.returncode is not None:
             return
+
+
+def _echo(chunk: bytes) -> None:
+    """The server's stderr on ours, as it comes."""
+    buffer = getattr(sys.stderr, "buffer", None)
+    if buffer is not None:
+        buffer.write(chunk)
+    else:
+        sys.stderr.write(chunk.decode("utf-8", errors="replace"))
+    sys.stderr.flush()
 
 
 def _parse(line: bytes) -> SessionMessage | Exception:

@@ -229,9 +229,10 @@ async def test_a_server_declaring_list_changed_is_listed_again_on_its_notificati
 async def test_a_server_without_list_changed_is_polled(
     mosquitto: Mosquitto, prefix: str, manager: ToolManager, tmp_path: Path
 ) -> None:
-    async with bridged(mosquitto, prefix, tmp_path / "starts", "--grow"):
+    async with bridged(mosquitto, prefix, tmp_path / "starts", "--grow") as bridge:
         await manager.execute_tool("grow", {}, timeout=10)
         await manager.wait_for_tool("grown", timeout=10)
+        assert bridge.restarts == 0
 
 
 async def test_the_cli_fails_at_once_on_a_mistyped_server_command(
