@@ -7,6 +7,7 @@ The full loop (MCP client -> gateway -> MQTT -> ``argentic-tools mcp bridge`` ->
 
 import contextlib
 import functools
+import logging
 import os
 import pathlib
 import signal
@@ -440,8 +441,13 @@ def children_running(marker: bytes) -> list[int]:
 
 
 async def test_the_bridge_brings_a_real_mcp_server_onto_the_bus_and_restarts_it(
-    mosquitto: Mosquitto, topics: Topics, prefix: str, manager: ToolManager
+    mosquitto: Mosquitto,
+    topics: Topics,
+    prefix: str,
+    manager: ToolManager,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="argentic_tools.mcp")
     bridge = McpBridge(mosquitto.url, command=TIME_SERVER, topic_prefix=prefix)
     async with anyio.create_task_group() as group:
         await group.start(bridge.run)
@@ -460,6 +466,8 @@ async def test_the_bridge_brings_a_real_mcp_server_onto_the_bus_and_restarts_it(
         again = await manager.wait_for_tool("get_current_time", timeout=15)
         assert again.id != info.id
         assert bridge.restarts == 1
+        (stopped,) = [r.getMessage() for r in caplog.records if "stopped:" in r.getMessage()]
+        assert "stopped: it was killed by SIGKILL" in stopped
         result = await manager.execute_tool("get_current_time", {"timezone": "UTC"})
         assert result.ok, result
         group.cancel_scope.cancel()
