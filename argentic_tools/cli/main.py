@@ -336,10 +336,22 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     mcp_serve.add_argument(
+        "--transport",
+        choices=("stdio", "streamable-http", "http"),
+        default=None,
+        help="stdio (the default), or streamable-http (http for short) on --http's address",
+    )
+    mcp_serve.add_argument(
         "--http",
         metavar="HOST:PORT",
         default=None,
-        help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio",
+        help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio"
+        " (127.0.0.1:8000 with --transport streamable-http alone)",
+    )
+    mcp_serve.add_argument(
+        "--path",
+        default="/mcp",
+        help="the HTTP endpoint's path (default /mcp)",
     )
     mcp_serve.add_argument(
         "--metrics-port",
@@ -372,6 +384,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_bridge.add_argument(
         "--url", default=None, help="the MCP server's streamable HTTP URL (instead of a command)"
+    )
+    mcp_bridge.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a variable for the server (repeatable); it gets only HOME, PATH, SHELL"
+        " and TERM from the bridge's environment",
+    )
+    mcp_bridge.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
+        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s)',
+    )
+    mcp_bridge.add_argument(
+        "--server", default=None, metavar="NAME", help="which server of --config to bridge"
     )
     mcp_bridge.add_argument(
         "server_command",

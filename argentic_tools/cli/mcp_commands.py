@@ -1,17 +1,22 @@
 """``argentic-tools mcp serve`` and ``argentic-tools mcp bridge`` (the ``mcp`` extra)."""
 
 import argparse
+import contextlib
 import functools
 import gc
 import importlib
+import json
 import sys
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import anyio
 
 from .. import start_metrics_server
 from .._agent.fleet import settling
 from .._agent.manager import ToolManager
+from .._errors import BrokerError
 from .common import EXIT_OK, CliError, StopRequest, connected_manager
 
 QUIET_SECONDS = 0.1
@@ -28,6 +33,23 @@ def _load(module: str) -> ModuleType:
                 "the MCP commands need the mcp extra: pip install 'argentic-tools[mcp]'"
             ) from None
         raise
+
+
+DEFAULT_HTTP = "127.0.0.1:8000"
+"""Where ``mcp serve --transport streamable-http`` listens without ``--http``."""
+
+
+def http_address(args: argparse.Namespace) -> tuple[str, int] | None:
+    """Where ``mcp serve`` listens for HTTP, or None for stdio."""
+    if args.transport == "stdio":
+        if args.http:
+            raise CliError("--transport stdio and --http HOST:PORT: choose one")
+        return None
+    if args.transport is None and not args.http:
+        return None
+    if not args.path.startswith("/"):
+        raise CliError(f"--path {args.path!r}: the path must start with /, like /mcp")
+    return host_and_port(args.http or DEFAULT_HTTP)
 
 
 def host_and_port(text: str) -> tuple[str, int]:
@@ -64,13 +86,19 @@ async def settle(manager: ToolManager, seconds: float) -> None:
 async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``mcp serve``: the fleet as an MCP server, on stdio or streamable HTTP."""
     gateway_module = _load("gateway")
-    address = host_and_port(args.http) if args.http else None
+    address = http_address(args)
     if args.metrics_port is not None:
         try:
             start_metrics_server(args.metrics_port)
         except (RuntimeError, OSError) as exc:
             raise CliError(f"--metrics-port {args.metrics_port}: {exc}") from None
-    async with connected_manager(args) as manager:
+    async with contextlib.AsyncExitStack() as stack:
+        try:
+            manager = await stack.enter_async_context(connected_manager(args))
+        except BrokerError as exc:
+            if address is None:  # tell the MCP client why, not only our stderr
+                await gateway_module.refuse_stdio(f"argentic-tools mcp serve: {exc}")
+            raise
         await settle(manager, args.wait)
         # What exists now lives as long as the gateway: keep it out of the collector's
         # full passes, which otherwise stalled a 1,000-tool listing by ~130 ms at random.
@@ -79,11 +107,13 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
         gateway = gateway_module.McpGateway(manager, timeout=args.timeout)
         if address is not None:
             async with anyio.create_task_group() as group:
-                http = functools.partial(gateway.serve_http, *address, stop=stop.requested.wait)
+                http = functools.partial(
+                    gateway.serve_http, *address, path=args.path, stop=stop.requested.wait
+                )
                 port = await group.start(http)
                 # Plain, unwrapped and flushed: scripts (and tests) read the address here.
                 print(
-                    f"MCP gateway listening on http://{address[0]}:{port}/mcp",
+                    f"MCP gateway listening on http://{address[0]}:{port}{args.path}",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -93,21 +123,81 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
     return EXIT_OK
 
 
+def env_pairs(pairs: list[str]) -> dict[str, str]:
+    """``-e KEY=VALUE`` options as a dict."""
+    env: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"-e {pair!r}: expected KEY=VALUE, like -e API_TOKEN=secret")
+        env[key] = value
+    return env
+
+
+def server_from_config(path: str, name: str | None) -> tuple[list[str], dict[str, str]]:
+    """The command and env of server ``name`` in an ``mcpServers`` config file."""
+    try:
+        config = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CliError(f"--config {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise CliError(f"--config {path}: not JSON: {exc}") from None
+    servers = config.get("mcpServers") if isinstance(config, dict) else None
+    if not isinstance(servers, dict) or not servers:
+        raise CliError(f'--config {path}: expected {{"mcpServers": {{NAME: {{"command": ...}}}}}}')
+    if name is None:
+        if len(servers) > 1:
+            raise CliError(f"--config {path} has several servers: choose one with --server NAME")
+        (name,) = servers
+    entry: Any = servers.get(name)
+    if entry is None:
+        names = ", ".join(sorted(servers))
+        raise CliError(f"--config {path}: no server {name!r} (it has {names})")
+    where = f"--config {path}, server {name!r}"
+    command, args, env = entry.get("command"), entry.get("args", []), entry.get("env", {})
+    if not isinstance(command, str) or not command:
+        raise CliError(f'{where}: expected "command": a string (servers by URL: use --url)')
+    if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+        raise CliError(f'{where}: expected "args": a list of strings')
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise CliError(f'{where}: expected "env": an object of strings')
+    return [command, *args], dict(env)
+
+
 async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``mcp bridge``: an MCP server's tools on the bus, restarted when it dies."""
     bridge_module = _load("bridge")
     command = [part for part in args.server_command if part != "--"]
+    env: dict[str, str] = {}
+    if args.config is not None:
+        if command or args.url:
+            raise CliError("give the MCP server as --config FILE, -- COMMAND... or --url URL")
+        command, env = server_from_config(args.config, args.server)
+    elif args.server is not None:
+        raise CliError("--config FILE is where --server NAME picks a server")
     if bool(command) == bool(args.url):
         raise CliError("give the MCP server either as -- COMMAND... (stdio) or as --url URL")
+    env |= env_pairs(args.env)
+    if env and args.url:
+        raise CliError("-e KEY=VALUE is for a server started as a command, not for --url")
     bridge = bridge_module.McpBridge(
         args.broker,
         command=command or None,
         url=args.url,
+        env=env,
         topic_prefix=args.topic_prefix,
         tls_params=None,
     )
-    async with anyio.create_task_group() as group:
-        group.start_soon(bridge.run)
-        await stop.requested.wait()
-        group.cancel_scope.cancel()
+    not_found = _load("server_process").ServerNotFoundError
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(bridge.run)
+            await stop.requested.wait()
+            group.cancel_scope.cancel()
+    except BaseExceptionGroup as failed:
+        missing = failed.subgroup(not_found)
+        if missing is None:
+            raise
+        # A mistyped command: one line, not a restart loop.
+        raise CliError(str(missing.exceptions[0])) from None
     return EXIT_OK

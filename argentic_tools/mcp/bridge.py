@@ -11,19 +11,25 @@ changes, the tools on the bus follow. A tool a manager refuses (its name served 
 another schema, a schema too large, one tool more than the manager's
 ``max_tools_per_client``) is logged with the reason and left out; the server's other
 tools are served, and a refusal never restarts the server.
+
+A server started as a command gets only the bridge's ``HOME``, ``PATH``, ``SHELL``
+and ``TERM`` (the MCP SDK's rule) plus the variables given as ``env``. A command that
+cannot be run fails at once; a server that exits is logged with its exit status and
+its last stderr lines. A server that declares ``tools.listChanged`` is listed again
+when it says its tools changed; others are polled every :data:`POLL_SECONDS`.
 """
 
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
@@ -31,11 +37,19 @@ from .._errors import RegistrationError, ToolError
 from .._protocol.topics import Topics
 from .._tools.definition import BaseTool
 from .._tools.service import ToolService
+from .server_process import INHERITED, ServerNotFoundError, ServerProcess
 
 logger = logging.getLogger("argentic_tools.mcp")
 
-WATCH_SECONDS = 0.25
-"""How often the bridge checks that the MCP server is alive (and lists its tools)."""
+POLL_SECONDS = 1.0
+"""How often the bridge lists the tools of a server that sends no list-changed notifications.
+
+A listing also tells that a server reached by URL is alive; the exit of a server
+started as a command is seen at once.
+"""
+
+LIVENESS_SECONDS = 10.0
+"""How often a server reached by URL that sends notifications is checked (with a ping)."""
 
 BACKOFF_SECONDS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 """Waits before each restart of a server that keeps dying; the last one repeats."""
@@ -108,8 +122,14 @@ class McpBridge:
         broker: Broker URL.
         command: The command that starts the MCP server over stdio, or
         url: its streamable HTTP URL.
+        env: Variables for a server started as a command. It gets only
+            ``HOME``, ``PATH``, ``SHELL`` and ``TERM`` from the bridge's environment;
+            a token it reads from its environment must be given here.
         topic_prefix: Prefix of the protocol topics.
         messager_options: More keyword arguments for the bridge's :class:`Messager`.
+
+    Raises:
+        ValueError: Neither or both of ``command`` and ``url``, or ``env`` with a URL.
 
     """
 
@@ -119,28 +139,28 @@ class McpBridge:
         *,
         command: Sequence[str] | None = None,
         url: str | None = None,
+        env: Mapping[str, str] | None = None,
         topic_prefix: str | None = None,
         **messager_options: Any,
     ) -> None:
         if (command is None) == (url is None):
             raise ValueError("give the MCP server as a command or as a URL, not both")
+        if env and url is not None:
+            raise ValueError("env is for a server started as a command, not for a URL")
         self.broker = broker
         self.command = list(command) if command is not None else None
         self.url = url
+        self.env = dict(env or {})
         self.topics = Topics.with_prefix(topic_prefix)
         self.messager_options = messager_options
         self.restarts = 0
         """How many times the server was started again after it died."""
         self.tool_names: list[str] = []
         """The tools served right now (empty while the server is down; refused ones left out)."""
-
-    @property
-    def server(self) -> str | StdioServerParameters:
-        """What the MCP client connects to."""
-        if self.url is not None:
-            return self.url
-        assert self.command
-        return StdioServerParameters(command=self.command[0], args=self.command[1:])
+        self.listings = 0
+        """How many times the bridge asked the server for its tools."""
+        self.process = ServerProcess(self.command, self.env) if self.command else None
+        """The server's process, when it is started as a command."""
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -149,14 +169,20 @@ class McpBridge:
 
         Offered means served, except the tools a manager refused (logged, each with
         its reason); when it refused them all, none is served until the list changes.
+
+        Raises:
+            ServerNotFoundError: The server's command cannot be run (it is not retried).
+
         """
         failures = 0
         started = False
         while True:
             began = anyio.current_time()
+            served = False
 
             def serving() -> None:
-                nonlocal started
+                nonlocal started, served
+                served = True
                 if not started:
                     started = True
                     task_status.started()
@@ -164,7 +190,11 @@ class McpBridge:
             try:
                 await self._serve_once(serving)
             except Exception as exc:  # noqa: BLE001 - a dead server is restarted, whatever killed it
-                logger.warning("MCP server %s stopped: %s", self.description, exc)
+                missing = _find(exc, ServerNotFoundError)
+                if missing is not None:
+                    raise missing from None
+                why = self._why(exc, served)
+                logger.warning("MCP server %s stopped: %s", self.description, why)
             else:
                 logger.warning("MCP server %s closed the connection", self.description)
             self.tool_names = []
@@ -181,13 +211,39 @@ class McpBridge:
         """The server, for log lines."""
         return self.url or " ".join(self.command or ())
 
+    def _why(self, exc: BaseException, served: bool) -> str:
+        """Why the server stopped, for a log line."""
+        if self.process is None or self.process.returncode is None:
+            return "; ".join(str(leaf) or type(leaf).__name__ for leaf in _leaves(exc))
+        why = f"it {self.process.ending()}"
+        if not served:
+            why += (
+                f" (before serving its tools; it gets only {INHERITED} from the bridge's"
+                " environment: give the variables it needs with -e KEY=VALUE)"
+            )
+        return why
+
+    def _transport(self) -> Any:
+        """What the MCP client connects to: the server's process, or its URL."""
+        if self.process is not None:
+            return self.process.connect()
+        return self.url
+
     async def _serve_once(self, serving: Callable[[], None]) -> None:
         """Connect, serve the tools, and follow the server until it dies.
 
         ``serving`` is called each time the tools on the bus were (re)registered.
         """
-        async with Client(self.server) as client:
-            listed = await _tools_of(client)
+        changes = _Changes()
+        async with (
+            Client(self._transport(), message_handler=changes.on_message) as client,
+            anyio.create_task_group() as group,
+        ):
+            tools_capability = client.server_capabilities.tools
+            notifies = bool(tools_capability and tools_capability.list_changed)
+            if notifies:
+                await group.start(_listen, client, changes)
+            listed = await self._tools_of(client)
             while True:
                 tools = [BridgedTool(tool, client) for tool in listed]
                 async with contextlib.AsyncExitStack() as serving_now:
@@ -213,22 +269,102 @@ class McpBridge:
                         )
                     serving()
                     while True:
-                        await anyio.sleep(WATCH_SECONDS)
-                        current = await _tools_of(client)  # raises once the server is gone
+                        await self._until_worth_listing(client, changes, notifies)
+                        current = await self._tools_of(client)  # raises once the server is gone
                         if _signature(current) != _signature(listed):
                             listed = current
                             break
 
+    async def _until_worth_listing(
+        self, client: Client, changes: "_Changes", notifies: bool
+    ) -> None:
+        """Return when the tools may have changed; raise once the server has exited."""
+        exited = self.process.exited if self.process is not None else None
+        notifies = notifies and not changes.polled
+        wait = LIVENESS_SECONDS if notifies else POLL_SECONDS
+        while True:
+            with anyio.move_on_after(wait):
+                async with anyio.create_task_group() as group:
+                    if exited is not None:
+                        group.start_soon(_set_when, exited, group.cancel_scope)
+                    group.start_soon(_set_when, changes.event, group.cancel_scope)
+            if exited is not None and exited.is_set():
+                raise ServerExitedError("the server exited")
+            if changes.take() or not notifies:
+                return
+            if exited is None:
+                await client.send_ping()  # a server reached by URL: is it still there?
 
-async def _tools_of(client: Client) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor = None
-    while True:
-        page = await client.list_tools(cursor=cursor, cache_mode="bypass")
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
+    async def _tools_of(self, client: Client) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor = None
+        self.listings += 1
+        while True:
+            page = await client.list_tools(cursor=cursor, cache_mode="bypass")
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+
+class ServerExitedError(ConnectionError):
+    """The MCP server's process exited while the bridge served its tools."""
+
+
+class _Changes:
+    """List-changed notifications from the server, however they come."""
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.polled = False
+        """True when the server declares notifications but refused to send them."""
+
+    async def on_message(self, message: Any) -> None:
+        """The client's message handler: notifications on the connection (handshake era)."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.event.set()
+
+    def take(self) -> bool:
+        """Whether a change came since the last call."""
+        if not self.event.is_set():
+            return False
+        self.event = anyio.Event()
+        return True
+
+
+async def _listen(
+    client: Client,
+    changes: _Changes,
+    *,
+    task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+) -> None:
+    """Subscribe to tool list changes (2026-07-28 era); earlier eras notify on the connection."""
+    try:
+        async with client.listen(tools_list_changed=True) as subscription:
+            task_status.started()
+            async for _event in subscription:
+                changes.event.set()
+    except ListenNotSupportedError:  # before 2026-07-28 they come on the connection
+        task_status.started()
+    except MCPError as exc:
+        logger.info("the MCP server refused to send tool list changes (%s): polling it", exc)
+        changes.polled = True
+        task_status.started()
+
+
+async def _set_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _find(exc: BaseException, kind: type[ServerNotFoundError]) -> ServerNotFoundError | None:
+    return next((leaf for leaf in _leaves(exc) if isinstance(leaf, kind)), None)
 
 
 def _signature(tools: list[types.Tool]) -> str:

@@ -321,17 +321,18 @@ class McpGateway:
         host: str,
         port: int,
         *,
+        path: str = "/mcp",
         stop: Callable[[], Awaitable[None]] | None = None,
         task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Serve streamable HTTP on ``http://host:port/mcp`` until ``stop`` returns.
+        """Serve streamable HTTP on ``http://host:port{path}`` until ``stop`` returns.
 
         ``task_status.started`` gets the port once it listens (useful with port 0).
         In-flight calls finish before the server stops.
         """
         import uvicorn
 
-        app = self.server.streamable_http_app(stateless_http=False)
+        app = self.server.streamable_http_app(streamable_http_path=path, stateless_http=False)
         config = uvicorn.Config(
             app, host=host, port=port, log_level="warning", lifespan="on", log_config=None
         )
@@ -352,6 +353,36 @@ class McpGateway:
                     await self.settled()
                 server.should_exit = True
             group.cancel_scope.cancel()
+
+
+REFUSE_SECONDS = 30.0
+"""How long :func:`refuse_stdio` answers a client that does not go away."""
+
+
+async def refuse_stdio(reason: str, *, seconds: float = REFUSE_SECONDS) -> None:
+    """Answer each request on stdin with a JSON-RPC error carrying ``reason``.
+
+    For a gateway that cannot serve (its broker is down): an MCP client shows the
+    reason on its first request (``initialize``, or ``server/discover``) instead of
+    just "Connection closed". Returns when the client closes stdin, or after
+    ``seconds``; at once when stdin is a terminal (nobody there speaks JSON-RPC).
+    """
+    from mcp.server.stdio import stdio_server
+    from mcp.shared.message import SessionMessage
+
+    if sys.stdin is None or sys.stdin.isatty():
+        return
+    stdin = await _cancellable_stdin()
+    error = types.ErrorData(code=types.INTERNAL_ERROR, message=reason)
+    with anyio.move_on_after(seconds):
+        async with stdio_server(stdin=stdin) as (read, write):
+            async for message in read:
+                if isinstance(message, Exception):
+                    continue
+                request = message.message
+                if isinstance(request, types.JSONRPCRequest):
+                    answer = types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error)
+                    await write.send(SessionMessage(answer))
 
 
 STDIN_LINE_LIMIT = 64 * 1024 * 1024

@@ -7,6 +7,7 @@ The full loop (MCP client -> gateway -> MQTT -> ``argentic-tools mcp bridge`` ->
 
 import contextlib
 import functools
+import logging
 import os
 import pathlib
 import signal
@@ -27,6 +28,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from argentic_tools import (  # noqa: E402
     ThreadToolPolicy,
@@ -38,7 +40,7 @@ from argentic_tools import (  # noqa: E402
 from argentic_tools.mcp.bridge import McpBridge  # noqa: E402
 from argentic_tools.mcp.gateway import McpGateway  # noqa: E402
 from argentic_tools.mcp.names import is_mcp_name  # noqa: E402
-from tests.support.brokers import Mosquitto, child_env  # noqa: E402
+from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
 from tests.support.clients import manager_for, messager_for  # noqa: E402
 from tests.support.processes import ROOT, ToolProcess  # noqa: E402
 
@@ -284,10 +286,13 @@ async def initialize_at(session: ClientSession, version: str) -> types.Initializ
 
 
 @contextlib.asynccontextmanager
-async def http_gateway(url: str, prefix: str) -> AsyncIterator[tuple[str, Process]]:
-    """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL and process."""
+async def http_gateway(url: str, prefix: str, *options: str) -> AsyncIterator[tuple[str, Process]]:
+    """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL and process.
+
+    ``options`` come after ``--http 127.0.0.1:0``; the path they choose ends with /mcp.
+    """
     process = await anyio.open_process(
-        gateway_command(url, prefix, "--http", "127.0.0.1:0", "--log-level", "INFO"),
+        gateway_command(url, prefix, "--http", "127.0.0.1:0", "--log-level", "INFO", *options),
         cwd=ROOT,
         env=child_env(),
     )
@@ -323,6 +328,37 @@ async def test_the_http_gateway_serves_every_era_and_per_thread_views(
             assert "steps" in names
             result = await session.call_tool("steps", {"count": 1, "interval": 0})
             assert result.structured_content == {"result": 1}
+
+
+async def test_the_gateway_serves_http_on_the_transport_and_path_given(
+    mosquitto: Mosquitto, mcp_prefix: str, long_tools: ToolProcess
+) -> None:
+    options = ("--transport", "streamable-http", "--path", "/fleet/mcp")
+    async with http_gateway(mosquitto.url, mcp_prefix, *options) as (url, _):
+        assert url.endswith("/fleet/mcp")
+        async with Client(url) as client:
+            assert "steps" in [t.name for t in (await client.list_tools()).tools]
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions in ``error``, however deeply grouped."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_client_of_a_gateway_whose_broker_is_down_is_told_why(mode: str) -> None:
+    dead = f"mqtt://127.0.0.1:{free_port()}"  # nothing listens there
+    reasons: list[str] = []
+    with anyio.fail_after(30):
+        try:
+            async with Client(stdio_gateway(dead, "unused"), mode=mode):
+                pass
+        except* MCPError as refused:
+            reasons = [str(error) for error in leaves(refused)]
+    (reason,) = reasons
+    assert reason.startswith("argentic-tools mcp serve: cannot connect to the MQTT broker at")
 
 
 async def test_a_broker_outage_ends_mcp_calls_with_a_clear_error(
@@ -405,8 +441,13 @@ def children_running(marker: bytes) -> list[int]:
 
 
 async def test_the_bridge_brings_a_real_mcp_server_onto_the_bus_and_restarts_it(
-    mosquitto: Mosquitto, topics: Topics, prefix: str, manager: ToolManager
+    mosquitto: Mosquitto,
+    topics: Topics,
+    prefix: str,
+    manager: ToolManager,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.WARNING, logger="argentic_tools.mcp")
     bridge = McpBridge(mosquitto.url, command=TIME_SERVER, topic_prefix=prefix)
     async with anyio.create_task_group() as group:
         await group.start(bridge.run)
@@ -425,6 +466,8 @@ async def test_the_bridge_brings_a_real_mcp_server_onto_the_bus_and_restarts_it(
         again = await manager.wait_for_tool("get_current_time", timeout=15)
         assert again.id != info.id
         assert bridge.restarts == 1
+        (stopped,) = [r.getMessage() for r in caplog.records if "stopped:" in r.getMessage()]
+        assert "stopped: it was killed by SIGKILL" in stopped
         result = await manager.execute_tool("get_current_time", {"timezone": "UTC"})
         assert result.ok, result
         group.cancel_scope.cancel()

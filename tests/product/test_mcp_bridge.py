@@ -7,6 +7,7 @@ the manager's reason and left out, the others are served, and the server is star
 once: a refusal is no reason to restart a healthy server.
 """
 
+import json
 import logging
 import sys
 from collections.abc import AsyncIterator, Sequence
@@ -19,8 +20,11 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
 from argentic_tools import ToolManager, Topics
+from argentic_tools.mcp import bridge as bridge_module
 from argentic_tools.mcp.bridge import McpBridge
+from argentic_tools.mcp.server_process import ServerNotFoundError
 from tests.support.brokers import Mosquitto
+from tests.support.cli import cli_process, connection, one_error_line, run_cli
 from tests.support.clients import manager_for, messager_for
 from tests.support.processes import ROOT, ToolProcess
 
@@ -149,3 +153,146 @@ async def test_a_server_whose_every_tool_is_refused_is_watched_not_restarted(
     (line,) = [r.getMessage() for r in caplog.records if "serving none" in r.getMessage()]
     assert "tool 'echo': " in line
     assert "different schema" in line
+
+
+def stopped_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "stopped:" in r.getMessage()]
+
+
+async def test_a_server_reading_a_token_gets_it_with_env_and_without_it_the_log_says_why(
+    mosquitto: Mosquitto,
+    prefix: str,
+    manager: ToolManager,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    command = [sys.executable, SERVER, "--require-env", "ARGENTIC_TEST_TOKEN"]
+    # Without the variable the server exits at once, and the log says how and why.
+    bridge = McpBridge(mosquitto.url, command=command, topic_prefix=prefix)
+    with caplog.at_level(logging.WARNING, logger="argentic_tools.mcp"):
+        async with anyio.create_task_group() as group:
+            group.start_soon(bridge.run)
+            with anyio.fail_after(15):
+                while not stopped_lines(caplog):
+                    await anyio.sleep(0.02)
+            group.cancel_scope.cancel()
+    line = stopped_lines(caplog)[0]
+    assert "exited with status 3" in line
+    assert "ARGENTIC_TEST_TOKEN is not set" in line  # its last stderr line
+    assert "-e KEY=VALUE" in line
+    assert "TaskGroup" not in line
+    # With it, the server starts and its tools see it.
+    bridge = McpBridge(
+        mosquitto.url, command=command, env={"ARGENTIC_TEST_TOKEN": "!"}, topic_prefix=prefix
+    )
+    async with anyio.create_task_group() as group:
+        with anyio.fail_after(30):
+            await group.start(bridge.run)
+        shout = await manager.execute_tool("shout", {"text": "hi"}, timeout=10)
+        assert shout.result == "HI!"
+        group.cancel_scope.cancel()
+
+
+async def test_a_command_that_cannot_run_fails_at_once_naming_it(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    bridge = McpBridge(
+        mosquitto.url, command=["argentic-no-such-mcp-server", "--flag"], topic_prefix=prefix
+    )
+    with anyio.fail_after(15), pytest.raises(ServerNotFoundError) as raised:
+        await bridge.run()
+    assert str(raised.value).startswith("cannot start the MCP server 'argentic-no-such-mcp-server'")
+    assert bridge.restarts == 0
+
+
+async def test_a_server_declaring_list_changed_is_listed_again_on_its_notification_only(
+    mosquitto: Mosquitto,
+    prefix: str,
+    manager: ToolManager,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Were it polled, it would be listed again and again between the calls below.
+    monkeypatch.setattr(bridge_module, "POLL_SECONDS", 0.001, raising=False)
+    monkeypatch.setattr(bridge_module, "WATCH_SECONDS", 0.001, raising=False)  # the old name
+    starts, lists = tmp_path / "starts", tmp_path / "lists"
+    async with bridged(mosquitto, prefix, starts, "--list-changed", "--lists", str(lists)):
+        await assert_good_tools_answer(manager)
+        grow = await manager.execute_tool("grow", {}, timeout=10)
+        assert grow.result == "grown"
+        await manager.wait_for_tool("grown", timeout=10)
+        await assert_good_tools_answer(manager)
+        # The first listing, and the one the notification asked for.
+        assert starts_of(lists) == 2
+
+
+async def test_a_server_without_list_changed_is_polled(
+    mosquitto: Mosquitto, prefix: str, manager: ToolManager, tmp_path: Path
+) -> None:
+    async with bridged(mosquitto, prefix, tmp_path / "starts", "--grow") as bridge:
+        await manager.execute_tool("grow", {}, timeout=10)
+        await manager.wait_for_tool("grown", timeout=10)
+        assert bridge.restarts == 0
+
+
+async def test_the_cli_fails_at_once_on_a_mistyped_server_command(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    bridge = cli_args(mosquitto, prefix, "--", "argentic-no-such-mcp-server", "--flag")
+    completed = await run_cli(*bridge)
+    assert completed.returncode == 2
+    line = one_error_line(completed)
+    assert line == "error: cannot start the MCP server 'argentic-no-such-mcp-server': " + (
+        "No such file or directory"
+    )
+
+
+def cli_args(mosquitto: Mosquitto, prefix: str, *options: str) -> list[str]:
+    return ["mcp", "bridge", *connection(mosquitto.url, prefix), *options]
+
+
+async def test_the_cli_bridges_a_server_from_an_mcp_servers_config_with_env(
+    mosquitto: Mosquitto, prefix: str, manager: ToolManager, tmp_path: Path
+) -> None:
+    # The format of Claude Desktop's and the MCP Inspector's config files.
+    config = tmp_path / "mcp.json"
+    server = {
+        "command": sys.executable,
+        "args": [SERVER, "--require-env", "ARGENTIC_TEST_TOKEN"],
+        "env": {"ARGENTIC_TEST_TOKEN": "?"},
+    }
+    other = {"command": "never-started"}
+    config.write_text(json.dumps({"mcpServers": {"other": other, "test": server}}))
+    options = ["--config", str(config), "--server", "test"]
+    async with cli_process(*cli_args(mosquitto, prefix, *options)):
+        first = await manager.wait_for_tool("shout", timeout=30)
+        shout = await manager.execute_tool("shout", {"text": "hi"}, timeout=10)
+        assert shout.result == "HI?"
+    await manager.wait_for_tool_removed(first.id, timeout=15)
+    # -e KEY=VALUE sets a variable too, over the file's.
+    async with cli_process(*cli_args(mosquitto, prefix, *options, "-e", "ARGENTIC_TEST_TOKEN=!")):
+        await manager.wait_for_tool("shout", timeout=30)
+        shout = await manager.execute_tool("shout", {"text": "hi"}, timeout=10)
+        assert shout.result == "HI!"
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        (["--server", "test"], "error: --config FILE is where --server NAME picks a server"),
+        (["--config", "{config}"], "has several servers: choose one with --server NAME"),
+        (["--config", "{config}", "--server", "nope"], "no server 'nope' (it has one, two)"),
+        (["-e", "TOKEN", "--", "x"], "error: -e 'TOKEN': expected KEY=VALUE"),
+    ],
+)
+async def test_the_cli_says_what_is_wrong_with_a_config_or_env_option(
+    mosquitto: Mosquitto, prefix: str, tmp_path: Path, options: list[str], expected: str
+) -> None:
+    config = tmp_path / "mcp.json"
+    servers = {"one": {"command": "a"}, "two": {"command": "b"}}
+    config.write_text(json.dumps({"mcpServers": servers}))
+    completed = await run_cli(
+        *cli_args(mosquitto, prefix, *(o.format(config=config) for o in options))
+    )
+    assert completed.returncode == 2
+    assert expected in one_error_line(completed)

@@ -13,16 +13,29 @@ exactly what its tool list declares. It offers two good tools, ``shout`` and ``a
     ``N`` more tools ``filler_0`` ... (each answers with its own name).
 
 ``--starts FILE`` appends one line to FILE each time the server starts, so a test
-can count the starts of a server its bridge restarts.
+can count the starts of a server its bridge restarts; ``--lists FILE`` appends one
+line each time it is asked for its tools.
+
+``--require-env NAME``
+    exit at once with status 3, saying so on stderr, unless the variable ``NAME`` is
+    set; ``shout`` then ends its answer with the variable's value;
+``--grow``
+    a tool ``grow`` that adds a tool ``grown`` to the list, silently;
+``--list-changed``
+    ``--grow``, declaring ``tools.listChanged`` and sending the notification.
 """
 
 import argparse
+import os
+import sys
 from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp.server.lowlevel import NotificationOptions
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 
 HUGE_SCHEMA_BYTES = 1024 * 1024
 """About how large the ``huge`` tool's input schema is, serialised."""
@@ -82,34 +95,69 @@ def tools_from(args: argparse.Namespace) -> list[types.Tool]:
         )
         for n in range(args.fillers)
     )
+    if args.grow or args.list_changed:
+        tools.append(
+            types.Tool(
+                name="grow",
+                description="Add the tool 'grown' and say the list changed.",
+                input_schema=_object({}, []),
+            )
+        )
     return tools
 
 
-def server_for(tools: list[types.Tool]) -> Server[Any]:
-    """A low-level MCP server declaring ``tools``."""
+def _record(path: str) -> None:
+    with open(path, "a", encoding="utf-8") as lines:
+        lines.write("listed\n")
+
+
+def server_for(args: argparse.Namespace) -> tuple[Server[Any], NotificationOptions]:
+    """A low-level MCP server declaring the tools of its command line."""
+    tools = tools_from(args)
+    bus = InMemorySubscriptionBus()
+    suffix = os.environ[args.require_env] if args.require_env else ""
 
     async def list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if args.lists:
+            _record(args.lists)
         return types.ListToolsResult(tools=tools)
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = params.arguments or {}
         if params.name == "shout":
-            text = str(arguments["text"]).upper()
+            text = str(arguments["text"]).upper() + suffix
         elif params.name == "add":
             text = str(int(arguments["a"]) + int(arguments["b"]))
+        elif params.name == "grow":
+            tools.append(
+                types.Tool(name="grown", description="Added by grow.", input_schema=_object({}, []))
+            )
+            if args.list_changed:
+                await bus.publish(ToolsListChanged())  # 2026-07-28: to listen subscriptions
+                if ctx.protocol_version.startswith("2025"):  # the handshake era: on the session
+                    await ctx.session.send_tool_list_changed()
+            text = "grown"
         else:
             text = params.name
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
-    return Server("bridge-test-server", on_list_tools=list_tools, on_call_tool=call_tool)
+    server = Server(
+        "bridge-test-server",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_subscriptions_listen=ListenHandler(bus) if args.list_changed else None,
+    )
+    return server, NotificationOptions(tools_changed=args.list_changed)
 
 
 async def serve(args: argparse.Namespace) -> None:
-    server = server_for(tools_from(args))
+    server, notifications = server_for(args)
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        await server.run(
+            read_stream, write_stream, server.create_initialization_options(notifications)
+        )
 
 
 def main() -> None:
@@ -119,7 +167,14 @@ def main() -> None:
     parser.add_argument("--no-good", action="store_true", help="leave out shout and add")
     parser.add_argument("--fillers", type=int, default=0, metavar="N")
     parser.add_argument("--starts", default=None, metavar="FILE")
+    parser.add_argument("--lists", default=None, metavar="FILE")
+    parser.add_argument("--require-env", default=None, metavar="NAME")
+    parser.add_argument("--grow", action="store_true")
+    parser.add_argument("--list-changed", action="store_true")
     args = parser.parse_args()
+    if args.require_env and args.require_env not in os.environ:
+        print(f"error: {args.require_env} is not set", file=sys.stderr, flush=True)
+        sys.exit(3)
     if args.starts:
         with open(args.starts, "a", encoding="utf-8") as starts:
             starts.write("started\n")
