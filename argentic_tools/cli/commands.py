@@ -316,14 +316,12 @@ async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
     messager = messager_from(args)
     await messager.connect()
     try:
-        for topic in (
-            topics.register,
-            topics.owned_register_filter,
-            topics.status,
-            f"{topics.call_base}/+",
-            topics.response_filter,
-        ):
-            await messager.subscribe(topic, show)
+        # Every level below each of the four topics: tasks go to ``{call_base}/{tool_id}``
+        # or, with a tenant, one level deeper; results to a manager's own inbox, one level
+        # below ``{response_base}/{tool_id}``; answers to an announcement below
+        # ``{register}``. A filter ``T/#`` matches ``T`` itself as well.
+        for base in (topics.register, topics.status, topics.call_base, topics.response_base):
+            await messager.subscribe(f"{base}/#", show)
         stderr.print(f"Watching {where(args)}; press Ctrl-C to stop.")
         await stop.requested.wait()
     finally:

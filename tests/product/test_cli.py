@@ -42,7 +42,7 @@ from tests.support.cli import (
     run_cli,
 )
 from tests.support.clients import messager_for
-from tests.support.processes import ROOT, TEST_TOOLS, ready
+from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -509,6 +509,36 @@ async def test_watch_filters_by_kind_and_tool(
             assert await watch.wait() == 0
         (line,) = lines(await read_rest(watch.stdout))
     assert 'call        adder {"a": 7}' in line
+
+
+async def test_watch_shows_the_result_and_the_error_a_default_manager_receives(
+    manager: ToolManager, tool_process: ToolProcess, mosquitto: Mosquitto, prefix: str
+) -> None:
+    # A default manager has its results sent to its own inbox, one level below the
+    # tool's response topic, and sends its tasks as a plain Argentic caller would.
+    watch_args = (
+        *("watch", "--count", "2", "--type", "result", "--type", "error"),
+        *("--tool", "echo", "--tool", "fail"),
+        *connection(mosquitto.url, prefix),
+    )
+    await ready(manager, ("echo", "fail"))
+    async with cli_process(*watch_args) as watch:
+        assert watch.stderr is not None
+        await read_until(watch.stderr, b"Watching")
+        echoed = await manager.execute_tool("echo", {"message": "seen"}, timeout=10)
+        failed = await manager.execute_tool("fail", {"reason": "on show"}, timeout=10)
+        with anyio.fail_after(TIMEOUT):
+            status = await watch.wait()
+        events = lines(await read_rest(watch.stdout))
+    assert echoed.ok and not failed.ok
+    assert status == 0
+    kinds = [line.split()[1] for line in events]
+    assert kinds.count("result") == 1, events
+    assert kinds.count("error") == 1, events
+    (result,) = (line for line in events if line.split()[1] == "result")
+    (error,) = (line for line in events if line.split()[1] == "error")
+    assert "echo success" in result and '-> "seen"' in result
+    assert "fail [execution_error]" in error and "failing on purpose: on show" in error
 
 
 async def test_sigterm_to_a_waiting_call_exits_143_with_one_line(
