@@ -42,9 +42,9 @@ from .common import (
     EXIT_OK,
     CliError,
     StopRequest,
-    collect,
     connected_manager,
     messager_from,
+    settle,
     shielded,
     stderr,
     stdout,
@@ -85,15 +85,16 @@ def _registry(manager: ToolManager) -> list[dict[str, Any]]:
 
 
 async def collect_registrations(manager: ToolManager, args: argparse.Namespace) -> None:
-    """Collect registrations for ``--wait`` seconds, or until every ``--expect`` tool is in.
+    """Collect registrations for at most ``--wait`` seconds.
 
-    Without ``--expect`` there is no telling when every live tool has answered the
-    manager's announcement, so the whole ``--wait`` is spent; with it, the command
-    goes on as soon as those tools (names or ids) are registered.
+    Without ``--expect``, until registrations stop: every live tool has answered the
+    manager's announcement (see :func:`settle`). With it, until those tools (names or
+    ids) are registered.
     """
     expected: list[str] = args.expect
     if not expected:
-        await collect(args.wait)
+        with stderr.status(Text(f"Collecting registrations (at most {args.wait:g} s)...")):
+            await settle(manager, args.wait)
         return
     status = Text(f"Waiting up to {args.wait:g} s for {', '.join(expected)}...")
     with stderr.status(status), contextlib.suppress(TimeoutError):

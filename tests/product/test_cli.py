@@ -184,13 +184,13 @@ async def test_call_of_an_unknown_tool_exits_1_with_one_line(
 ) -> None:
     prefix = served
     completed = await run_cli(
-        # Long enough for the served tools to answer the CLI manager's announcement,
-        # even on a loaded machine: the message lists them.
+        # A typo fails once the served tools have answered the CLI manager's
+        # announcement, not after the whole --wait (which would outlast the test's bound).
         "call",
         "ecko",
         "{}",
         "--wait",
-        "2",
+        "300",
         "--debug",  # a message of ours: one line still, no traceback of the CLI
         *connection(mosquitto.url, prefix),
     )
@@ -294,6 +294,17 @@ async def test_list_expecting_a_tool_that_never_registers_says_so_after_wait(
     assert completed.returncode == 0, completed.stderr
     assert "echo" in {tool["name"] for tool in json.loads(completed.stdout)}
     assert "Not registered after 2 s: ghost." in completed.stderr.decode()
+
+
+@pytest.mark.parametrize("command", [("list", "--json"), ("describe",)])
+async def test_list_and_describe_return_once_registrations_stop_not_after_their_wait(
+    served: str, mosquitto: Mosquitto, command: tuple[str, ...]
+) -> None:
+    # Without --expect, the command ends once the live tools have registered again; it
+    # would take 300 s (past the test's bound) if it spent its --wait.
+    completed = await run_cli(*command, "--wait", "300", *connection(mosquitto.url, served))
+    assert completed.returncode == 0, completed.stderr
+    assert {tool["name"] for tool in json.loads(completed.stdout)} == {"echo", "sleep"}
 
 
 async def test_list_without_expect_collects_for_wait_seconds(
