@@ -15,12 +15,25 @@ import sys
 from types import TracebackType
 from typing import Any
 
+import anyio
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from .._agent.fleet.info import ToolInfo
+from .._agent.fleet.registry import closest_name, what_is_there
+from .._agent.manager import ToolManager
+from .._errors import ToolUnavailableError
 from .._protocol.messages import TaskErrorMessage, ToolResult
 from .commands import parameters, print_json
-from .common import EXIT_CALL_FAILED, EXIT_OK, CliError, StopRequest, connected_manager, stderr
+from .common import (
+    EXIT_CALL_FAILED,
+    EXIT_OK,
+    CliError,
+    StopRequest,
+    connected_manager,
+    settle,
+    stderr,
+)
 
 ARGS = "ARGS"
 """What ``call``'s help and its errors call the tool's arguments."""
@@ -162,10 +175,7 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
         raise await _with_suggestion(exc, args) from None
     async with connected_manager(args) as manager:
         with stderr.status(Text(f"Waiting for tool {args.name!r}...")):
-            try:
-                info = await manager.wait_for_tool(args.name, timeout=args.wait)
-            except TimeoutError as exc:
-                raise CliError(f"tool {args.name!r} not found: {exc}", EXIT_CALL_FAILED) from None
+            info = await find_tool(manager, args.name, args.wait)
         if arguments is None:
             arguments = typed_pairs(args.arguments, info.input_schema)
         with CallView(args.name, json_lines=args.json, debug=args.debug) as view:
@@ -199,6 +209,47 @@ async def _with_suggestion(error: ArgumentsError, args: argparse.Namespace) -> C
             info = await manager.wait_for_tool(args.name, timeout=args.wait)
         return CliError(f"{error}{suggested_arguments(info.name, error.text, info.input_schema)}")
     return error
+
+
+async def find_tool(manager: ToolManager, name: str, wait: float) -> ToolInfo:
+    """The tool ``name`` (or id) as soon as it is registered, within ``wait`` seconds.
+
+    A name that is not registered once the live tools have all answered the manager's
+    announcement (:func:`settle`), but is close to one that is, is a typo: it fails
+    then, saying which name was meant, rather than after the whole ``wait``. Any other
+    name is waited for up to ``wait`` seconds: its tool may be starting.
+
+    Raises:
+        CliError: Not registered (exit status 1), naming the closest registered name.
+
+    """
+    found: ToolInfo | None = None
+    problem = ""
+
+    async def until_registered(scope: anyio.CancelScope) -> None:
+        nonlocal found, problem
+        try:
+            found = await manager.wait_for_tool(name, timeout=wait)
+        except ToolUnavailableError as exc:
+            problem = str(exc)
+        scope.cancel()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(until_registered, group.cancel_scope)
+        await settle(manager, wait)
+        # A registration wakes the waiter above at once, and settling takes a quiet
+        # spell after the last one: a tool registered by now has been found already.
+        names = manager.get_tool_names()
+        if found is None and closest_name(name, names) is not None:
+            problem = (
+                f"Tool '{name}' is not registered on {manager.messager.url} (topic "
+                f"{manager.topics.register!r}), and the tools there have all registered. "
+                + what_is_there(name, names)
+            )
+            group.cancel_scope.cancel()
+    if found is None:
+        raise CliError(f"tool {name!r} not found: {problem}", EXIT_CALL_FAILED)
+    return found
 
 
 class CallView:

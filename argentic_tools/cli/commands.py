@@ -45,9 +45,9 @@ from .common import (
     EXIT_OK,
     CliError,
     StopRequest,
-    collect,
     connected_manager,
     messager_from,
+    settle,
     shielded,
     stderr,
     stdout,
@@ -88,15 +88,16 @@ def _registry(manager: ToolManager) -> list[dict[str, Any]]:
 
 
 async def collect_registrations(manager: ToolManager, args: argparse.Namespace) -> None:
-    """Collect registrations for ``--wait`` seconds, or until every ``--expect`` tool is in.
+    """Collect registrations for at most ``--wait`` seconds.
 
-    Without ``--expect`` there is no telling when every live tool has answered the
-    manager's announcement, so the whole ``--wait`` is spent; with it, the command
-    goes on as soon as those tools (names or ids) are registered.
+    Without ``--expect``, until registrations stop: every live tool has answered the
+    manager's announcement (see :func:`settle`). With it, until those tools (names or
+    ids) are registered.
     """
     expected: list[str] = args.expect
     if not expected:
-        await collect(args.wait)
+        with stderr.status(Text(f"Collecting registrations (at most {args.wait:g} s)...")):
+            await settle(manager, args.wait)
         return
     status = Text(f"Waiting up to {args.wait:g} s for {', '.join(expected)}...")
     with stderr.status(status), contextlib.suppress(TimeoutError):
@@ -381,14 +382,12 @@ async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
     messager = messager_from(args)
     await messager.connect()
     try:
-        for topic in (
-            topics.register,
-            topics.owned_register_filter,
-            topics.status,
-            f"{topics.call_base}/+",
-            topics.response_filter,
-        ):
-            await messager.subscribe(topic, show)
+        # Every level below each of the four topics: tasks go to ``{call_base}/{tool_id}``
+        # or, with a tenant, one level deeper; results to a manager's own inbox, one level
+        # below ``{response_base}/{tool_id}``; answers to an announcement below
+        # ``{register}``. A filter ``T/#`` matches ``T`` itself as well.
+        for base in (topics.register, topics.status, topics.call_base, topics.response_base):
+            await messager.subscribe(f"{base}/#", show)
         stderr.print(f"Watching {where(args)}; press Ctrl-C to stop.")
         await stop.requested.wait()
     finally:

@@ -12,6 +12,7 @@ from rich.console import Console, RenderableType
 from rich.measure import Measurement
 from rich.text import Text
 
+from .._agent.fleet import settling
 from .._agent.manager import ToolManager
 from .._protocol.topics import Topics
 from .._tools.service import (
@@ -211,7 +212,25 @@ def where(args: argparse.Namespace) -> str:
     return f"{text} (topic prefix {args.topic_prefix!r})" if args.topic_prefix else text
 
 
-async def collect(seconds: float) -> None:
-    """Give live tools ``seconds`` to answer the manager's announcement."""
-    with stderr.status(Text(f"Collecting registrations for {seconds:g} s...")):
-        await asyncio.sleep(seconds)
+QUIET_SECONDS = 0.1
+"""A registry without a change for this long counts as settled."""
+
+
+async def settle(manager: ToolManager, seconds: float) -> None:
+    """Give live tools up to ``seconds`` to register, ending early once registrations stop.
+
+    The manager has just announced itself, and every live tool answers by registering
+    again. Registrations are taken as done when none came for ``QUIET_SECONDS``, and no
+    sooner than the window a starting manager gives its fleet (``STARTUP_SETTLE_SECONDS``):
+    on a busy machine a process can stall longer than the quiet period between two of
+    its tools. With no tool registered at all, there is no telling whether one is about
+    to: the whole ``seconds`` are spent.
+    """
+    loop_time = anyio.current_time
+    earliest = loop_time() + min(settling.STARTUP_SETTLE_SECONDS, seconds)
+    with anyio.move_on_after(seconds):
+        while True:
+            with anyio.move_on_after(QUIET_SECONDS) as quiet:
+                await manager.registry_changed()
+            if quiet.cancelled_caught and manager.get_tool_names() and loop_time() >= earliest:
+                return

@@ -37,11 +37,11 @@ from .common import (
     StopRequest,
     connected_manager,
     print_wide,
+    settle,
     stderr,
     stdout,
     where,
 )
-from .mcp_commands import settle
 
 SORT_KEYS = ("name", "calls", "rate", "p99", "errors")
 """What ``top --sort`` orders the tools by (every key but ``name`` puts the largest first)."""

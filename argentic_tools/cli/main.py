@@ -113,7 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "--wide", action="store_true", help="add the ids, tags and serving client to the table"
     )
-    listing.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
+    listing.add_argument(
+        "--wait",
+        type=float,
+        default=1.0,
+        help="at most this many seconds to collect tools (ends once registrations stop)",
+    )
     _add_expect_argument(listing)
     listing.set_defaults(run=list_command, log_level="WARNING")
 
@@ -160,7 +165,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="print progress, streamed chunks and the result as JSON lines",
     )
     call.add_argument(
-        "--wait", type=positive_seconds, default=5.0, help="seconds to wait for the tool"
+        "--wait",
+        type=positive_seconds,
+        default=5.0,
+        help="at most this many seconds to wait for the tool (a name close to a registered "
+        "one fails as soon as registrations stop: a typo)",
     )
     call.set_defaults(run=call_command, log_level="WARNING")
 
@@ -181,7 +190,12 @@ def build_parser() -> argparse.ArgumentParser:
         "its description, its parameters as JSON Schema); openai, anthropic, mcp: a JSON "
         "array of tool definitions in that API's shape (ToolManager.export_tools)",
     )
-    describe.add_argument("--wait", type=float, default=1.0, help="seconds to collect tools")
+    describe.add_argument(
+        "--wait",
+        type=float,
+        default=1.0,
+        help="at most this many seconds to collect tools (ends once registrations stop)",
+    )
     _add_expect_argument(describe)
     describe.set_defaults(run=describe_command, log_level="WARNING")
 
@@ -197,7 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--wait",
         type=positive_seconds,
         default=1.0,
-        help="seconds to collect tools, then at most as long again for the processes' answers",
+        help="at most this many seconds to collect tools (ends once registrations stop), then "
+        "at most as long again for the processes' answers (ends once they have all answered)",
     )
     _add_expect_argument(stats)
     stats.set_defaults(run=stats_command, log_level="WARNING")

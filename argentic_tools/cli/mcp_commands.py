@@ -14,13 +14,8 @@ from typing import Any
 import anyio
 
 from .. import start_metrics_server
-from .._agent.fleet import settling
-from .._agent.manager import ToolManager
 from .._errors import BrokerError
-from .common import EXIT_OK, CliError, StopRequest, connected_manager
-
-QUIET_SECONDS = 0.1
-"""A registry without a change for this long counts as settled."""
+from .common import EXIT_OK, CliError, StopRequest, connected_manager, settle
 
 
 def _load(module: str) -> ModuleType:
@@ -62,25 +57,6 @@ def host_and_port(text: str) -> tuple[str, int]:
     if not 0 <= number <= 65535:
         raise CliError(f"--http {text!r}: the port must be 0-65535")
     return host or "127.0.0.1", number
-
-
-async def settle(manager: ToolManager, seconds: float) -> None:
-    """Give live tools up to ``seconds`` to register, ending early once registrations stop.
-
-    The manager has just announced itself, and every live tool answers by registering
-    again. Registrations are taken as done when none came for ``QUIET_SECONDS``, and no
-    sooner than the window a starting manager gives its fleet (``STARTUP_SETTLE_SECONDS``):
-    on a busy machine a process can stall longer than the quiet period between two of
-    its tools.
-    """
-    loop_time = anyio.current_time
-    earliest = loop_time() + min(settling.STARTUP_SETTLE_SECONDS, seconds)
-    with anyio.move_on_after(seconds):
-        while True:
-            with anyio.move_on_after(QUIET_SECONDS) as quiet:
-                await manager.registry_changed()
-            if quiet.cancelled_caught and manager.get_tool_names() and loop_time() >= earliest:
-                return
 
 
 async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:

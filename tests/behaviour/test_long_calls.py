@@ -35,7 +35,7 @@ from argentic_tools._agent.calls.streams import STREAM_BUFFER_CHUNKS
 from argentic_tools._tools.watchdog import LoopWatchdog
 from tests.support import long_proc
 from tests.support.brokers import Mosquitto
-from tests.support.cli import cli_process, connection, lines, read_until, run_cli
+from tests.support.cli import cli_process, connection, lines, read_rest, read_until, run_cli
 from tests.support.clients import manager_for, messager_for
 from tests.support.processes import ToolProcess
 
@@ -486,8 +486,12 @@ async def test_ctrl_c_on_the_cli_cancels_the_call_at_the_tool(
         call.send_signal(signal.SIGINT)
         with anyio.fail_after(30):
             status = await call.wait()
+        errors = lines(await read_rest(call.stderr))
     assert status == 130
     await wait_for_files(tmp_path, ["cli.stopped"])
+    # Nothing but the word: no "Future exception was never retrieved" from the closing
+    # manager failing the call nobody awaits any more.
+    assert errors == ["interrupted"]
 
 
 class Pages(BaseModel):

@@ -43,7 +43,7 @@ from tests.support.cli import (
     run_cli,
 )
 from tests.support.clients import messager_for
-from tests.support.processes import ROOT, TEST_TOOLS, ready
+from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess, ready
 
 pytestmark = pytest.mark.anyio
 
@@ -253,13 +253,13 @@ async def test_call_of_an_unknown_tool_exits_1_with_one_line(
 ) -> None:
     prefix = served
     completed = await run_cli(
-        # Long enough for the served tools to answer the CLI manager's announcement,
-        # even on a loaded machine: the message lists them.
+        # A typo fails once the served tools have answered the CLI manager's
+        # announcement, not after the whole --wait (which would outlast the test's bound).
         "call",
         "ecko",
         "{}",
         "--wait",
-        "2",
+        "300",
         "--debug",  # a message of ours: one line still, no traceback of the CLI
         *connection(mosquitto.url, prefix),
     )
@@ -367,6 +367,17 @@ async def test_list_expecting_a_tool_that_never_registers_says_so_after_wait(
     assert completed.returncode == 0, completed.stderr
     assert "echo" in {tool["name"] for tool in json.loads(completed.stdout)}
     assert "Not registered after 2 s: ghost." in completed.stderr.decode()
+
+
+@pytest.mark.parametrize("command", [("list", "--json"), ("describe",)])
+async def test_list_and_describe_return_once_registrations_stop_not_after_their_wait(
+    served: str, mosquitto: Mosquitto, command: tuple[str, ...]
+) -> None:
+    # Without --expect, the command ends once the live tools have registered again; it
+    # would take 300 s (past the test's bound) if it spent its --wait.
+    completed = await run_cli(*command, "--wait", "300", *connection(mosquitto.url, served))
+    assert completed.returncode == 0, completed.stderr
+    assert {tool["name"] for tool in json.loads(completed.stdout)} == {"echo", "sleep"}
 
 
 async def test_list_without_expect_collects_for_wait_seconds(
@@ -582,6 +593,36 @@ async def test_watch_filters_by_kind_and_tool(
             assert await watch.wait() == 0
         (line,) = lines(await read_rest(watch.stdout))
     assert 'call        adder {"a": 7}' in line
+
+
+async def test_watch_shows_the_result_and_the_error_a_default_manager_receives(
+    manager: ToolManager, tool_process: ToolProcess, mosquitto: Mosquitto, prefix: str
+) -> None:
+    # A default manager has its results sent to its own inbox, one level below the
+    # tool's response topic, and sends its tasks as a plain Argentic caller would.
+    watch_args = (
+        *("watch", "--count", "2", "--type", "result", "--type", "error"),
+        *("--tool", "echo", "--tool", "fail"),
+        *connection(mosquitto.url, prefix),
+    )
+    await ready(manager, ("echo", "fail"))
+    async with cli_process(*watch_args) as watch:
+        assert watch.stderr is not None
+        await read_until(watch.stderr, b"Watching")
+        echoed = await manager.execute_tool("echo", {"message": "seen"}, timeout=10)
+        failed = await manager.execute_tool("fail", {"reason": "on show"}, timeout=10)
+        with anyio.fail_after(TIMEOUT):
+            status = await watch.wait()
+        events = lines(await read_rest(watch.stdout))
+    assert echoed.ok and not failed.ok
+    assert status == 0
+    kinds = [line.split()[1] for line in events]
+    assert kinds.count("result") == 1, events
+    assert kinds.count("error") == 1, events
+    (result,) = (line for line in events if line.split()[1] == "result")
+    (error,) = (line for line in events if line.split()[1] == "error")
+    assert "echo success" in result and '-> "seen"' in result
+    assert "fail [execution_error]" in error and "failing on purpose: on show" in error
 
 
 async def test_sigterm_to_a_waiting_call_exits_143_with_one_line(

@@ -227,6 +227,21 @@ async def test_stats_prints_one_row_per_tool_instance_by_tool_name(
     assert sum(int(row[3]) for row in failing) == FAIL_CALLS
 
 
+async def test_stats_returns_once_the_fleet_has_answered_not_after_its_wait(
+    fleet: Fleet, mosquitto: Mosquitto
+) -> None:
+    # No --expect: registrations stop, every process registered is asked and answers,
+    # and the command ends then; it would take 300 s (twice) if it spent its --wait.
+    completed = await run_cli(
+        "stats", "--json", "--wait", "300", *connection(mosquitto.url, fleet.prefix)
+    )
+    assert completed.returncode == 0, completed.stderr
+    answers = [ToolStatsMessage.model_validate(item) for item in json.loads(completed.stdout)]
+    assert answers
+    assert {answer.pid for answer in answers} <= fleet.pids
+    assert "No answer" not in completed.stderr.decode()
+
+
 async def test_stats_without_tool_processes_says_so_and_exits_0(
     mosquitto: Mosquitto, prefix: str
 ) -> None:

@@ -137,6 +137,12 @@ class CallRunner:
                 except asyncio.CancelledError:
                     # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
                     # must stop too. The TOOL_CANCEL is on its way before this returns.
+                    # Nobody awaits the call's future any more (a streamed call waits on its
+                    # events, not on it): end it now, so that the manager closing meanwhile
+                    # does not fail it with an exception no one ever retrieves (asyncio
+                    # would log "Future exception was never retrieved").
+                    if not call.future.cancel() and not call.future.cancelled():
+                        call.future.exception()  # ended already: its outcome is seen
                     if call.published and self._is_open():
                         sending = self._delivery.cancel_at_tool(call, "cancelled by the caller")
                         with anyio.CancelScope(shield=True):

@@ -150,26 +150,11 @@ class ToolRegistry:
 
     def closest(self, name: str) -> str | None:
         """The registered name most like ``name`` (for "did you mean"), if one is close."""
-        names = self.names()
-        folded = {candidate.casefold(): candidate for candidate in names}
-        if name.casefold() in folded:
-            return folded[name.casefold()]
-        by_spelling = {provider_name(candidate): candidate for candidate in names}
-        matches = difflib.get_close_matches(name, [*names, *by_spelling], n=1, cutoff=0.6)
-        if not matches:
-            return None
-        return by_spelling.get(matches[0], matches[0])
+        return closest_name(name, self.names())
 
     def what_is_there(self, name: str) -> str:
         """For a message about a missing ``name``: the closest name and what is registered."""
-        names = sorted(self.names())
-        suggestion = self.closest(name)
-        text = f"Did you mean '{suggestion}'? " if suggestion else ""
-        if not names:
-            return text + "No tool is registered: are the tool processes running, on this broker?"
-        hidden = len(names) - NAMES_SHOWN
-        more = f" and {hidden} more" if hidden > 0 else ""
-        return text + f"Registered: {', '.join(names[:NAMES_SHOWN])}{more}."
+        return what_is_there(name, self.names())
 
     def prompt_json(self) -> str:
         """Document 004's prompt JSON, rebuilt only when the registry changed."""
@@ -430,6 +415,35 @@ class ToolRegistry:
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(None)
+
+
+def closest_name(name: str, names: Iterable[str]) -> str | None:
+    """The one of ``names`` most like ``name`` (for "did you mean"), if one is close.
+
+    The same name in another case, or spelled as LLM providers need it (``Email_Sender``
+    for ``Email Sender``), is closest.
+    """
+    names = list(names)
+    folded = {candidate.casefold(): candidate for candidate in names}
+    if name.casefold() in folded:
+        return folded[name.casefold()]
+    by_spelling = {provider_name(candidate): candidate for candidate in names}
+    matches = difflib.get_close_matches(name, [*names, *by_spelling], n=1, cutoff=0.6)
+    if not matches:
+        return None
+    return by_spelling.get(matches[0], matches[0])
+
+
+def what_is_there(name: str, names: Iterable[str]) -> str:
+    """For a message about a missing ``name``: the closest of ``names`` and all of them."""
+    names = sorted(names)
+    suggestion = closest_name(name, names)
+    text = f"Did you mean '{suggestion}'? " if suggestion else ""
+    if not names:
+        return text + "No tool is registered: are the tool processes running, on this broker?"
+    hidden = len(names) - NAMES_SHOWN
+    more = f" and {hidden} more" if hidden > 0 else ""
+    return text + f"Registered: {', '.join(names[:NAMES_SHOWN])}{more}."
 
 
 def matching(infos: Iterable[ToolInfo], tags: Iterable[str] | None) -> Iterator[ToolInfo]:
