@@ -369,7 +369,7 @@ async def test_list_expecting_a_tool_that_never_registers_says_so_after_wait(
     assert "Not registered after 2 s: ghost." in completed.stderr.decode()
 
 
-@pytest.mark.parametrize("command", [("list", "--json"), ("describe",)])
+@pytest.mark.parametrize("command", [("list", "--json"), ("describe", "--format", "mcp")])
 async def test_list_and_describe_return_once_registrations_stop_not_after_their_wait(
     served: str, mosquitto: Mosquitto, command: tuple[str, ...]
 ) -> None:
