@@ -47,6 +47,7 @@ from .common import (
 from .demo import DASHBOARD_VARIABLE
 from .fleet import SORT_KEYS, stats_command, top_command
 from .mcp_commands import mcp_bridge_command, mcp_serve_command
+from .mcp_install import DEFAULT_NAME, TARGETS, install_command
 
 # -- parser and entry point ------------------------------------------------------------
 
@@ -426,6 +427,50 @@ def build_parser() -> argparse.ArgumentParser:
         help="the command that starts the MCP server over stdio",
     )
     mcp_bridge.set_defaults(run=mcp_bridge_command, graceful=True)
+
+    mcp_install = _add_command(
+        mcp_commands,
+        "install",
+        "write the stdio gateway (mcp serve) into an MCP client's configuration",
+        (
+            "argentic-tools mcp install claude-desktop --broker mqtt://localhost:1883",
+            "argentic-tools mcp install cursor --project .  # .cursor/mcp.json here",
+            "argentic-tools mcp install vscode  # .vscode/mcp.json in this directory",
+            "argentic-tools mcp install claude-code --name fleet --topic-prefix team1",
+            "argentic-tools mcp install mcp-json -e API_TOKEN=secret  # prints it, for any client",
+        ),
+    )
+    mcp_install.add_argument(
+        "target",
+        choices=TARGETS,
+        help="claude-desktop: its claude_desktop_config.json; claude-code: `claude mcp add`; "
+        "cursor: ~/.cursor/mcp.json; vscode: .vscode/mcp.json; mcp-json: print the "
+        '{"mcpServers": ...} JSON on stdout',
+    )
+    mcp_install.add_argument(
+        "--name", default=DEFAULT_NAME, help="the server's name in the client's configuration"
+    )
+    mcp_install.add_argument(
+        "-e",
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a variable for the gateway (repeatable)",
+    )
+    mcp_install.add_argument(
+        "--project",
+        default=None,
+        metavar="DIR",
+        help="cursor, vscode: write DIR/.cursor/mcp.json or DIR/.vscode/mcp.json "
+        "(vscode's default: the current directory)",
+    )
+    mcp_install.add_argument(
+        "--user",
+        action="store_true",
+        help="vscode: the user profile's mcp.json instead of the project's",
+    )
+    mcp_install.set_defaults(sync=install_command)
 
     demo = command(
         "demo",
