@@ -146,10 +146,14 @@ def write_server(path: Path, key: str, name: str, entry: dict[str, Any]) -> bool
         ) as temporary:
             json.dump(config, temporary, indent=2)
             temporary.write("\n")
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror}") from None
+    try:
         if text:  # the file keeps its mode; a new one is the user's alone (it may hold -e)
             shutil.copymode(path, temporary.name)
         os.replace(temporary.name, path)
     except OSError as exc:
+        Path(temporary.name).unlink(missing_ok=True)
         raise CliError(f"{path}: {exc.strerror}") from None
     return replaced
 
