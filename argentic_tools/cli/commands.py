@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import anyio
 from rich.table import Table
 from rich.text import Text
 
@@ -55,14 +56,25 @@ from .common import (
     where,
 )
 from .loading import load_tools
+from .reload import serve_with_reload, started_by_reloader, stop_when_reloader_exits
 
 
 async def serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``serve``: load the tools and serve them until Ctrl-C or SIGTERM."""
+    """``serve``: load the tools and serve them until Ctrl-C or SIGTERM.
+
+    With ``--reload`` a child process serves them, started again on each edit.
+    """
+    if args.reload:
+        return await serve_with_reload(args, stop)
+    reloaded = started_by_reloader()
     tools = load_tools(args.tools)
     service = service_from_args(args, tools, log_level=args.log_level)
-    async with service:
-        await stop.requested.wait()
+    async with anyio.create_task_group() as tasks:
+        if reloaded:
+            tasks.start_soon(stop_when_reloader_exits, stop)
+        async with service:
+            await stop.requested.wait()
+        tasks.cancel_scope.cancel()
     return EXIT_OK
 
 

@@ -89,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
             "argentic-tools serve tool_clients.calculator  # every tool in a module",
             "argentic-tools serve tool_clients.units:convert_units tool_clients.clock",
             "argentic-tools serve tool_clients.weather --max-concurrency 8 --session persistent",
+            "argentic-tools serve tool_clients/calculator.py --reload  # served again on each edit",
         ),
     )
     serve.add_argument(
@@ -99,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
         "or a file: path/to/tools.py[:OBJECT]",
     )
     add_service_arguments(serve)
+    serve.add_argument(
+        "--reload",
+        action="store_true",
+        help="serve again whenever a .py file of the tools changes (the file's directory, "
+        "the module's package); needs watchfiles, in the [cli] extra",
+    )
     serve.set_defaults(run=serve_command, graceful=True)
 
     listing = command(
@@ -591,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # serve --reload runs it again
     debug = bool(args.debug)
     try:
         level = parse_log_level(getattr(args, "log_level", "WARNING"))
