@@ -221,7 +221,9 @@ async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
     try:
         arguments = parse_arguments(args.arguments)
     except ArgumentsError as exc:
-        problem = exc
+        if exc.text is None:
+            raise
+        problem = exc  # plain words: the tool's schema may suggest a form for them
     module = client_module()
     timeout = args.timeout or DEFAULT_CALL_SECONDS
     async with connected_client(server) as client:
@@ -234,9 +236,7 @@ async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
                 EXIT_CALL_FAILED,
             )
         schema = dict(tool.input_schema)
-        if problem is not None:
-            if problem.text is None:
-                raise problem
+        if problem is not None and problem.text is not None:
             raise CliError(f"{problem}{suggested_arguments(tool.name, problem.text, schema)}")
         if arguments is None:
             arguments = typed_pairs(args.arguments, schema)

@@ -77,6 +77,12 @@ async def test_call_with_plain_words_suggests_them_from_the_servers_schema() -> 
     assert "try: argentic-tools call shout text=hello" in one_error_line(completed)
 
 
+async def test_args_that_are_not_an_object_fail_before_the_server_is_started() -> None:
+    completed = await run_cli("call", "add", "[1]", "--mcp-command", "argentic-no-such-server")
+    assert completed.returncode == 2
+    assert "must be a JSON object of arguments" in one_error_line(completed)
+
+
 async def test_the_server_gets_env_from_e_or_a_config_file_and_says_when_it_lacks_it(
     tmp_path: Path,
 ) -> None:
