@@ -34,6 +34,10 @@ from .common import (
     settle,
     stderr,
 )
+from .mcp_target import McpServer, client_module, connected_client, mcp_server_from
+
+DEFAULT_CALL_SECONDS = 30.0
+"""How long ``call --mcp`` waits for a result without ``--timeout`` (as calls on the bus)."""
 
 ARGS = "ARGS"
 """What ``call``'s help and its errors call the tool's arguments."""
@@ -168,7 +172,14 @@ def print_json_line(value: Any) -> None:
 
 
 async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``call``: call one tool and print its result as JSON (exit 1 when it failed)."""
+    """``call``: call one tool and print its result as JSON (exit 1 when it failed).
+
+    With ``--mcp URL``, ``--mcp-command COMMAND`` or ``--config FILE``: a tool of that
+    MCP server instead (see :func:`call_mcp_tool`).
+    """
+    server = mcp_server_from(args)
+    if server is not None:
+        return await call_mcp_tool(args, server)
     try:
         arguments = parse_arguments(args.arguments)
     except ArgumentsError as exc:
@@ -192,6 +203,65 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
                     view.chunk(chunk)
     assert stream.result is not None
     return view.finish(stream.result)
+
+
+async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
+    """``call`` against an MCP server: the same ARGS, its result printed as ``call`` does.
+
+    Text content is printed as text, structured content (or content that is not all
+    text) as JSON; an ``isError`` result is a failure (exit status 1).
+    """
+    for option, value in (
+        ("--idle-timeout", args.idle_timeout),
+        ("--max-duration", args.max_duration),
+    ):
+        if value is not None:
+            raise CliError(f"{option} is for tools on the bus; give an MCP call --timeout")
+    problem: ArgumentsError | None = None
+    try:
+        arguments = parse_arguments(args.arguments)
+    except ArgumentsError as exc:
+        if exc.text is None:
+            raise
+        problem = exc  # plain words: the tool's schema may suggest a form for them
+    module = client_module()
+    timeout = args.timeout or DEFAULT_CALL_SECONDS
+    async with connected_client(server) as client:
+        tools = {tool.name: tool for tool in await module.list_tools(client)}
+        tool = tools.get(args.name)
+        if tool is None:
+            raise CliError(
+                f"tool {args.name!r} not found on the MCP server {server}: "
+                + what_is_there(args.name, tools),
+                EXIT_CALL_FAILED,
+            )
+        schema = dict(tool.input_schema)
+        if problem is not None and problem.text is not None:
+            raise CliError(f"{problem}{suggested_arguments(tool.name, problem.text, schema)}")
+        if arguments is None:
+            arguments = typed_pairs(args.arguments, schema)
+        with CallView(args.name, json_lines=args.json, debug=args.debug) as view:
+            try:
+                with anyio.fail_after(timeout):
+                    result = await module.call_tool(
+                        client, args.name, arguments, on_progress=view.progress
+                    )
+            except TimeoutError:
+                raise CliError(
+                    f"tool {args.name!r} did not answer within {timeout:g} s", EXIT_CALL_FAILED
+                ) from None
+            except module.McpServerError as exc:
+                raise CliError(str(exc), EXIT_CALL_FAILED) from None
+    is_text, value = module.result_value(result)
+    if result.is_error:
+        raise CliError(f"tool {args.name!r} failed: {value}", EXIT_CALL_FAILED)
+    if args.json:
+        print_json_line({"result": value})
+    elif is_text:
+        print(value)
+    else:
+        print_json(value)
+    return EXIT_OK
 
 
 async def _with_suggestion(error: ArgumentsError, args: argparse.Namespace) -> CliError:

@@ -56,6 +56,7 @@ from .common import (
     where,
 )
 from .loading import load_tools
+from .mcp_target import mcp_server_from, server_tool_rows
 from .reload import serve_with_reload, started_by_reloader, stop_when_reloader_exits
 
 
@@ -126,24 +127,40 @@ async def collect_registrations(manager: ToolManager, args: argparse.Namespace) 
 
 
 async def list_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``list``: collect registrations (see :func:`collect_registrations`) and print them."""
+    """``list``: collect registrations (see :func:`collect_registrations`) and print them.
+
+    With ``--mcp URL``, ``--mcp-command COMMAND`` or ``--config FILE``: the tools of
+    that MCP server instead, in the same shapes.
+    """
+    server = mcp_server_from(args)
+    if server is not None:
+        rows = await server_tool_rows(server)
+        if not rows and not args.json:
+            stderr.print(f"The MCP server {server} has no tools.")
+            return EXIT_OK
+        return _print_registry(args, rows, f"the MCP server {server}")
     async with connected_manager(args) as manager:
         await collect_registrations(manager, args)
         rows = _registry(manager)
-    return _print_registry(args, rows)
+    return _print_registry(args, rows, where(args))
 
 
-def _print_registry(args: argparse.Namespace, rows: list[dict[str, Any]]) -> int:
+def _print_registry(args: argparse.Namespace, rows: list[dict[str, Any]], place: str) -> int:
     if args.json:
         print_json(rows)
         return EXIT_OK
     if not rows:
-        stderr.print(f"No tools registered on {where(args)} (waited {args.wait:g} s).")
+        stderr.print(f"No tools registered on {place} (waited {args.wait:g} s).")
         return EXIT_OK
-    table = Table(title=f"{len(rows)} tool(s) on {where(args)}", title_justify="left")
+    table = Table(title=f"{len(rows)} tool(s) on {place}", title_justify="left")
+    # An MCP server's tools have no ids, tags or serving client: --wide leaves those empty.
     cells = [
         [row["name"], parameters(row["input_schema"]), summary(row["description"])]
-        + ([row["id"], ", ".join(row["tags"]), row["source"] or ""] if args.wide else [])
+        + (
+            [row.get("id") or "", ", ".join(row.get("tags", ())), row.get("source") or ""]
+            if args.wide
+            else []
+        )
         for row in rows
     ]
     headers = ["Name", "Parameters", "Description"] + (

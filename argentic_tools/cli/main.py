@@ -48,6 +48,7 @@ from .demo import DASHBOARD_VARIABLE
 from .fleet import SORT_KEYS, stats_command, top_command
 from .mcp_commands import mcp_bridge_command, mcp_serve_command
 from .mcp_install import DEFAULT_NAME, TARGETS, install_command
+from .mcp_target import add_mcp_server_arguments
 
 # -- parser and entry point ------------------------------------------------------------
 
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="at most this many seconds to collect tools (ends once registrations stop)",
     )
     _add_expect_argument(listing)
+    add_mcp_server_arguments(listing)
     listing.set_defaults(run=list_command, log_level="WARNING")
 
     call = command(
@@ -179,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="at most this many seconds to wait for the tool (a name close to a registered "
         "one fails as soon as registrations stop: a typo)",
     )
+    add_mcp_server_arguments(call)
     call.set_defaults(run=call_command, log_level="WARNING")
 
     describe = command(

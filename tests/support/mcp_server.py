@@ -10,7 +10,9 @@ exactly what its tool list declares. It offers two good tools, ``shout`` and ``a
 ``--huge``
     a tool ``huge`` with an input schema of about 1 MB;
 ``--fillers N``
-    ``N`` more tools ``filler_0`` ... (each answers with its own name).
+    ``N`` more tools ``filler_0`` ... (each answers with its own name);
+``--failing``
+    a tool ``fail`` whose every answer is an ``isError`` result saying ``it failed on purpose``.
 
 ``--starts FILE`` appends one line to FILE each time the server starts, so a test
 can count the starts of a server its bridge restarts; ``--lists FILE`` appends one
@@ -95,6 +97,14 @@ def tools_from(args: argparse.Namespace) -> list[types.Tool]:
         )
         for n in range(args.fillers)
     )
+    if args.failing:
+        tools.append(
+            types.Tool(
+                name="fail",
+                description="Answer with an error result.",
+                input_schema=_object({}, []),
+            )
+        )
     if args.grow or args.list_changed:
         tools.append(
             types.Tool(
@@ -130,6 +140,11 @@ def server_for(args: argparse.Namespace) -> tuple[Server[Any], NotificationOptio
             text = str(arguments["text"]).upper() + suffix
         elif params.name == "add":
             text = str(int(arguments["a"]) + int(arguments["b"]))
+        elif params.name == "fail":
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="it failed on purpose")],
+                is_error=True,
+            )
         elif params.name == "grow":
             tools.append(
                 types.Tool(name="grown", description="Added by grow.", input_schema=_object({}, []))
@@ -169,6 +184,7 @@ def main() -> None:
     parser.add_argument("--starts", default=None, metavar="FILE")
     parser.add_argument("--lists", default=None, metavar="FILE")
     parser.add_argument("--require-env", default=None, metavar="NAME")
+    parser.add_argument("--failing", action="store_true")
     parser.add_argument("--grow", action="store_true")
     parser.add_argument("--list-changed", action="store_true")
     args = parser.parse_args()
