@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.text import Text
 
 from .._protocol.messages import TaskErrorMessage, ToolResult
-from .commands import print_json
+from .commands import ELSEWHERE_HINT, print_json
 from .common import EXIT_CALL_FAILED, EXIT_OK, CliError, StopRequest, connected_manager, stderr
 
 
@@ -84,7 +84,10 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
             try:
                 info = await manager.wait_for_tool(args.name, timeout=args.wait)
             except TimeoutError as exc:
-                raise CliError(f"tool {args.name!r} not found: {exc}", EXIT_CALL_FAILED) from None
+                hint = "" if manager.tools_by_id else f" {ELSEWHERE_HINT}"
+                raise CliError(
+                    f"tool {args.name!r} not found: {exc}{hint}", EXIT_CALL_FAILED
+                ) from None
         if arguments is None:
             arguments = typed_pairs(args.arguments, info.input_schema)
         with CallView(args.name, json_lines=args.json, debug=args.debug) as view:
