@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
+CLI := $(BIN)/argentic-tools
 
 .PHONY: demo test test-cluster lint typecheck pytest bench soak mosquitto chromium clean
 
@@ -30,11 +31,23 @@ $(DEMO_STAMP): pyproject.toml
 		&& $(BIN)/python -m pip install -qq -r $(VENV)/demo-requirements.txt; }
 	@touch $(DEMO_STAMP)
 
+# The argentic-tools command, to reach the demo's tools from another terminal: the
+# checkout installed editable without its dependencies (the demo's are there), a few
+# seconds once; also into a .venv whose demo stamp predates it.
+$(CLI): $(DEMO_STAMP)
+	@$(PYTHON) -m pip --python $(BIN)/python install -qq --disable-pip-version-check \
+		--no-deps -e . 2>/dev/null \
+	|| { $(BIN)/python -m pip --version >/dev/null 2>&1 || $(BIN)/python -m ensurepip >/dev/null; \
+		$(BIN)/python -m pip install -qq --disable-pip-version-check --no-deps -e .; }
+	@touch $(CLI)
+
 ## demo: the example tools and a scripted agent, on an embedded broker (or BROKER=mqtt://host:port),
-##       with the dashboard on http://127.0.0.1:8080/ (DASHBOARD=0 leaves it out, DASHBOARD=host:port moves it)
-demo: $(DEMO_STAMP)
+##       with the dashboard on http://127.0.0.1:8080/ (DASHBOARD=0 leaves it out, DASHBOARD=host:port moves it);
+##       the tools then serve until Ctrl-C (EXIT=1 ends the demo after the agent instead)
+demo: $(DEMO_STAMP) $(CLI)
 	@$(if $(DASHBOARD),ARGENTIC_TOOLS_DEMO_DASHBOARD=$(DASHBOARD)) PYTHONPATH=$(CURDIR) \
-		$(BIN)/python -m argentic_tools demo $(if $(BROKER),--broker $(BROKER))
+		$(BIN)/python -m argentic_tools demo $(if $(BROKER),--broker $(BROKER)) \
+		$(if $(filter-out 0,$(EXIT)),--exit)
 
 ## mosquitto: install Debian's mosquitto when it is missing and we can (root + apt-get)
 mosquitto:

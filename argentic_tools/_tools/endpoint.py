@@ -143,8 +143,14 @@ class ToolEndpoint:
             await self.messager.subscribe(topic, self._on_task)
         self.messager.add_reconnect_hook(self.register_again)
 
-    async def register(self, *, confirm_timeout: float = 1.0, attempts: int = 3) -> str:
+    async def register(
+        self, *, confirm_timeout: float = 1.0, attempts: int = 3, quiet: bool = False
+    ) -> str:
         """Register and wait for a confirmation (the second half of :meth:`start`).
+
+        Unconfirmed (no manager running), the tool serves anyway and says so at INFO;
+        ``quiet`` says it at DEBUG only, for a :class:`ToolService` that logs one line
+        for all its tools rather than one per tool.
 
         Raises:
             RegistrationError: A manager refused the registration.
@@ -159,7 +165,8 @@ class ToolEndpoint:
                 self._started = True
                 return self.tool_id
         self._started = True
-        logger.info(
+        logger.log(
+            logging.DEBUG if quiet else logging.INFO,
             "tool %r: no manager confirmed the registration yet; serving anyway and "
             "registering again when a manager announces itself",
             self.tool.name,

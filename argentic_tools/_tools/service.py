@@ -164,7 +164,10 @@ class ToolService(AsyncResource):
                 if failure is not None:
                     raise failure
             ids = await asyncio.gather(
-                *(e.register(confirm_timeout=self.confirm_timeout) for e in self.endpoints),
+                *(
+                    e.register(confirm_timeout=self.confirm_timeout, quiet=True)
+                    for e in self.endpoints
+                ),
                 return_exceptions=True,
             )
             refused = []
@@ -178,6 +181,17 @@ class ToolService(AsyncResource):
         except BaseException:
             await self.aclose()
             raise
+        unconfirmed = [e.tool_name for e in self.endpoints if not e.confirmed.is_set()]
+        if unconfirmed:
+            # One line for the process, not one per tool: without a manager every tool
+            # is unconfirmed, and a bridged MCP server may bring dozens.
+            logger.info(
+                "no manager confirmed the registration of %d of %d tool(s) yet (%s); "
+                "serving anyway and registering again when a manager announces itself",
+                len(unconfirmed),
+                len(self.endpoints),
+                ", ".join(unconfirmed),
+            )
         logger.info(
             "serving %d tool(s) on %s: %s",
             len(self.endpoints),

@@ -24,7 +24,7 @@ from .._agent.fleet.registry import closest_name, what_is_there
 from .._agent.manager import ToolManager
 from .._errors import ToolUnavailableError
 from .._protocol.messages import TaskErrorMessage, ToolResult
-from .commands import parameters, print_json
+from .commands import ELSEWHERE_HINT, parameters, print_json
 from .common import (
     EXIT_CALL_FAILED,
     EXIT_OK,
@@ -318,7 +318,8 @@ async def find_tool(manager: ToolManager, name: str, wait: float) -> ToolInfo:
             )
             group.cancel_scope.cancel()
     if found is None:
-        raise CliError(f"tool {name!r} not found: {problem}", EXIT_CALL_FAILED)
+        hint = "" if manager.tools_by_id else f" {ELSEWHERE_HINT}"
+        raise CliError(f"tool {name!r} not found: {problem}{hint}", EXIT_CALL_FAILED)
     return found
 
 

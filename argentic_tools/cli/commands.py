@@ -145,12 +145,20 @@ async def list_command(args: argparse.Namespace, stop: StopRequest) -> int:
     return _print_registry(args, rows, where(args))
 
 
+ELSEWHERE_HINT = (
+    "Tools under another topic prefix or on another broker do not show here: "
+    "give theirs with --topic-prefix and --broker (the demo prints its own)."
+)
+"""Said when no tool at all answered: the usual cause is the wrong prefix or broker."""
+
+
 def _print_registry(args: argparse.Namespace, rows: list[dict[str, Any]], place: str) -> int:
     if args.json:
         print_json(rows)
         return EXIT_OK
     if not rows:
         stderr.print(f"No tools registered on {place} (waited {args.wait:g} s).")
+        stderr.print(ELSEWHERE_HINT)
         return EXIT_OK
     table = Table(title=f"{len(rows)} tool(s) on {place}", title_justify="left")
     # An MCP server's tools have no ids, tags or serving client: --wide leaves those empty.
@@ -258,6 +266,8 @@ async def describe_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``describe``: print the registry as prompt text, or in an LLM provider's tool format."""
     async with connected_manager(args) as manager:
         await collect_registrations(manager, args)
+        if not manager.tools_by_id:
+            stderr.print(f"No tools registered on {where(args)}. {ELSEWHERE_HINT}")
         if args.format == "prompt":
             entries = json.loads(manager.generate_tool_descriptions_for_prompt())
         else:
@@ -448,7 +458,7 @@ async def demo_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``demo``: start the example tools and run the scripted agent."""
     from .demo import run_demo
 
-    return await run_demo(args)
+    return await run_demo(args, stop)
 
 
 def benchmark_command(args: argparse.Namespace) -> int:

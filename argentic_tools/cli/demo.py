@@ -8,11 +8,15 @@ one at a time, in a concurrent batch, with invalid arguments, past a deadline,
 and while their process is killed. Whatever happens (Ctrl-C included), every
 child process is terminated and the embedded broker stopped before returning.
 
+Once the scripted agent is done, the tools stay up, serving, until Ctrl-C (or
+SIGTERM, or Enter when stdin is a terminal), and the demo prints the
+``argentic-tools list --broker ... --topic-prefix ...`` line that reaches them from
+another terminal; ``--exit`` ends the demo after the agent instead.
+
 With the ``dashboard`` extra installed, the dashboard serves on
 ``http://127.0.0.1:8080/`` (another free port when that one is taken) for as long
-as the demo runs; on a terminal the demo then waits for Enter, tools and dashboard
-still up. ``ARGENTIC_TOOLS_DEMO_DASHBOARD=0`` (``make demo DASHBOARD=0``) leaves it
-out; ``=HOST:PORT`` serves it there (a loopback address).
+as the demo runs. ``ARGENTIC_TOOLS_DEMO_DASHBOARD=0`` (``make demo DASHBOARD=0``)
+leaves it out; ``=HOST:PORT`` serves it there (a loopback address).
 """
 
 import argparse
@@ -20,6 +24,8 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -35,8 +41,17 @@ from rich.text import Text
 from .._agent.manager import ToolManager
 from .._errors import BrokerUnavailableError
 from .._protocol.messages import TaskErrorMessage, ToolCallRequest, ToolResult
-from .._transport import Messager
-from .common import CliError, manager_for, messager_from, shielded, stderr, stdout, topics_from
+from .._transport import Messager, parse_brokers
+from .common import (
+    CliError,
+    StopRequest,
+    manager_for,
+    messager_from,
+    shielded,
+    stderr,
+    stdout,
+    topics_from,
+)
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "calculator": ("calculate",),
@@ -389,29 +404,70 @@ async def _start_dashboard(
     return None
 
 
-async def _linger(address: str) -> None:
-    """On a terminal, keep the tools and the dashboard up until Enter."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return
-    stdout.print(
-        Text.assemble(
-            "The tools and the dashboard (", (address, "bold"), ") stay up; press Enter to stop."
-        )
-    )
-    loop = asyncio.get_running_loop()
-    entered = asyncio.Event()
-    descriptor = sys.stdin.fileno()
-    # A reader callback, not a thread: a thread blocked on stdin would hold up Ctrl-C.
-    loop.add_reader(descriptor, entered.set)
+def cli_command() -> str:
+    """How to run this installation's ``argentic-tools`` from another terminal.
+
+    ``argentic-tools`` when that is the script beside this interpreter, found first on
+    ``PATH``; otherwise its path (``.venv/bin/argentic-tools`` after ``make demo``,
+    relative to the working directory when it is under it); ``python -m argentic_tools``
+    when there is no script.
+    """
+    script = Path(sys.executable).parent / "argentic-tools"
+    if not script.is_file():
+        return f"{shlex.quote(sys.executable)} -m argentic_tools"
+    found = shutil.which("argentic-tools")
+    if found is not None and Path(found).resolve() == script.resolve():
+        return "argentic-tools"
+    with contextlib.suppress(ValueError):
+        return shlex.quote(str(script.absolute().relative_to(Path.cwd())))
+    return shlex.quote(str(script))
+
+
+def reach_line(url: str, args: argparse.Namespace) -> str:
+    """The command that lists the demo's tools from another terminal (no credentials)."""
     try:
-        await entered.wait()
+        broker = ",".join(str(node) for node in parse_brokers(url))
+    except ValueError:
+        broker = url
+    options = ["--broker", broker, "--topic-prefix", args.topic_prefix, *_tls_options(args)]
+    return " ".join([cli_command(), "list", *(shlex.quote(option) for option in options)])
+
+
+async def _stay_up(
+    url: str, args: argparse.Namespace, dashboard: str | None, stop: StopRequest
+) -> None:
+    """Keep the tools (and the dashboard) serving until Ctrl-C, SIGTERM or Enter on a terminal.
+
+    From here a signal ends the demo the way it ends a server: it stops its tool
+    processes and exits 0 (a second signal cuts the cleanup short).
+    """
+    stop.graceful = True
+    stop.interactive = True
+    served = "The tools" if dashboard is None else f"The tools and the dashboard ({dashboard})"
+    enter = " (or Enter)" if sys.stdin.isatty() else ""
+    stdout.rule()
+    stdout.print(f"{served} stay up until Ctrl-C{enter}. From another terminal:", soft_wrap=True)
+    stdout.print(Text(f"  {reach_line(url, args)}", style="bold"), soft_wrap=True)
+    stdout.file.flush()
+    loop = asyncio.get_running_loop()
+    descriptor = sys.stdin.fileno() if sys.stdin.isatty() else None
+    if descriptor is not None:
+        # A reader callback, not a thread: a thread blocked on stdin would hold up Ctrl-C.
+        loop.add_reader(descriptor, stop.request)
+    try:
+        await stop.requested.wait()
     finally:
-        loop.remove_reader(descriptor)
-    sys.stdin.readline()
+        if descriptor is not None:
+            loop.remove_reader(descriptor)
+    if descriptor is not None and stop.received is None:
+        sys.stdin.readline()
 
 
-async def run_demo(args: argparse.Namespace) -> int:
-    """Run the demo; returns the exit status (0 when the scenario ran to its end)."""
+async def run_demo(args: argparse.Namespace, stop: StopRequest) -> int:
+    """Run the demo; returns the exit status (0 when the scenario ran to its end).
+
+    Unless ``args.exit``, the tools then serve until ``stop`` is requested (Ctrl-C).
+    """
     started = time.perf_counter()
     if args.topic_prefix is None:
         args.topic_prefix = f"demo-{uuid.uuid4().hex[:8]}"
@@ -439,8 +495,8 @@ async def run_demo(args: argparse.Namespace) -> int:
         )
         _show_tools(manager)
         await _scenario(manager, children)
-        if dashboard is not None:
-            await _linger(dashboard)
+        if not args.exit:
+            await _stay_up(url, args, dashboard, stop)
         stdout.rule()
         stdout.print("Stopping the tool processes...")
     stdout.print(f"Demo finished in {time.perf_counter() - started:.1f} s.")

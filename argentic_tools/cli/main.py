@@ -493,6 +493,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help=f"leave the dashboard out (also {DASHBOARD_VARIABLE}=0, make demo DASHBOARD=0)",
     )
+    demo.add_argument(
+        "--exit",
+        action="store_true",
+        help="exit once the scripted agent is done, instead of serving the tools until Ctrl-C "
+        "(make demo EXIT=1)",
+    )
     demo.set_defaults(run=demo_command, log_level="WARNING", broker=None)
 
     # No options of their own (prefix_chars matches none): every argument, --help

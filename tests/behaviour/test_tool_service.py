@@ -570,3 +570,32 @@ async def test_extra_argument_through_the_broker_gives_invalid_arguments_naming_
     assert "Tool 'greet'" in bad.error
     assert "'shout' was unexpected" in bad.error
     assert good.ok and good.result == "hello Ada"
+
+
+async def test_a_service_without_a_manager_says_once_that_its_tools_serve_unconfirmed(
+    mosquitto: Mosquitto, topics: Topics, caplog: pytest.LogCaptureFixture
+) -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @tool
+    def mul(a: int, b: int) -> int:
+        """Multiply two integers."""
+        return a * b
+
+    with caplog.at_level(logging.INFO, logger="argentic_tools"):
+        async with ToolService(
+            mosquitto.url, [echo, add, mul], topics=topics, confirm_timeout=0.3
+        ) as service:
+            assert [e.tool_name for e in service.endpoints] == ["echo", "add", "mul"]
+    unconfirmed = [
+        r
+        for r in caplog.records
+        if "no manager confirmed" in r.getMessage() and r.levelno >= logging.INFO
+    ]
+    assert [r.getMessage() for r in unconfirmed] == [
+        "no manager confirmed the registration of 3 of 3 tool(s) yet (echo, add, mul); "
+        "serving anyway and registering again when a manager announces itself"
+    ]

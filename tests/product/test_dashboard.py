@@ -454,7 +454,7 @@ async def test_the_demo_serves_the_dashboard_while_it_runs_and_it_sees_every_cal
     mosquitto: Mosquitto, prefix: str
 ) -> None:
     env = {**child_env(), "ARGENTIC_TOOLS_DEMO_DASHBOARD": "127.0.0.1:0"}
-    command = cli("demo", *connection(mosquitto.url, prefix))
+    command = cli("demo", "--exit", *connection(mosquitto.url, prefix))
     async with await anyio.open_process(command, cwd=ROOT, env=env) as demo:
         assert demo.stdout is not None
         seen = await read_until(demo.stdout, b"/ shows the calls", timeout=DEMO_TIMEOUT)
