@@ -275,7 +275,15 @@ class CallControl:
             await asyncio.sleep(0)
 
     def close(self) -> None:
-        """The call is over: later reports and chunks are dropped; queued ones still go."""
+        """The call is over: later reports and chunks are dropped; queued ones still go.
+
+        A progress report held back by the rate limit goes now, before the result (it is
+        the latest the tool made: a tool that reports 100 % and returns within
+        :data:`PROGRESS_INTERVAL` must not leave its caller at the report before). Not
+        for a cancelled call: its caller has stopped listening.
+        """
+        if self._report_due and not self.cancelled:
+            self._send_report()
         self.finished = True
         self._wake_producers()
 

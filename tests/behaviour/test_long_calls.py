@@ -41,7 +41,16 @@ from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
-LONG_TOOLS = ("steps", "sync_steps", "chunks", "many", "gappy", "flood", "silent")
+LONG_TOOLS = (
+    "steps",
+    "sync_steps",
+    "chunks",
+    "many",
+    "gappy",
+    "flood",
+    "finish_line",
+    "silent",
+)
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +197,25 @@ async def test_async_callbacks_and_batches_get_progress(long_manager: ToolManage
     assert not failed
     assert batch[0].result == 2
     assert [p for p, _, _ in one.seen] == [1.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "last"),
+    [("finish_line", {}, (100.0, 100.0)), ("flood", {"reports": 3}, (3.0, 3.0))],
+)
+async def test_the_last_progress_report_before_the_result_always_reaches_the_caller(
+    long_manager: ToolManager, name: str, arguments: dict[str, Any], last: tuple[float, float]
+) -> None:
+    seen: list[tuple[float, float | None]] = []
+
+    def record(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total))
+
+    result = await long_manager.execute_tool(name, arguments, on_progress=record, timeout=10)
+    assert result.ok, result
+    # Reports within the rate limit's interval are merged, but the latest is never lost.
+    assert seen[-1] == last, seen
+    assert [p for p, _ in seen] == sorted(p for p, _ in seen)
 
 
 async def test_a_progress_flood_is_rate_limited_at_the_tool(

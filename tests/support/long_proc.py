@@ -109,13 +109,21 @@ def flood(context: ToolContext, reports: int) -> int:
 
 
 @tool
+async def finish_line(context: ToolContext) -> str:
+    """Report 0, 50 and 100 % at once, then return (all within the rate limit's interval)."""
+    for percent in (0, 50, 100):
+        await context.report_progress(percent, 100)
+    return "done"
+
+
+@tool
 async def silent(seconds: float) -> float:
     """Work for ``seconds`` without reporting progress."""
     await anyio.sleep(seconds)
     return seconds
 
 
-TOOLS = [steps, sync_steps, chunks, many, gappy, flood, silent]
+TOOLS = [steps, sync_steps, chunks, many, gappy, flood, finish_line, silent]
 
 
 def main(argv: list[str]) -> None:
