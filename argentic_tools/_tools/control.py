@@ -340,12 +340,20 @@ async def collect_chunks(chunks: AsyncIterator[Any], control: CallControl | None
     """
     collected: list[Any] = []
     streaming = control is not None and control.stream_enabled
-    async for chunk in chunks:
-        if streaming:
-            assert control is not None
-            await control.send_partial(chunk)
-        else:
-            collected.append(chunk)
+    try:
+        async for chunk in chunks:
+            if streaming:
+                assert control is not None
+                await control.send_partial(chunk)
+            else:
+                collected.append(chunk)
+    finally:
+        # Cancelled between two chunks, the generator is left at its ``yield``: closed
+        # now, its ``finally`` releases what it holds at once, not whenever (or if ever)
+        # it is garbage-collected.
+        aclose = getattr(chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
     return _collected(collected, control)
 
 
@@ -353,12 +361,19 @@ def collect_chunks_sync(chunks: Iterator[Any], control: CallControl | None) -> A
     """:func:`collect_chunks` for a sync generator tool (runs in its worker thread)."""
     collected: list[Any] = []
     streaming = control is not None and control.stream_enabled
-    for chunk in chunks:
-        if streaming:
-            assert control is not None
-            control.send_partial(chunk)
-        else:
-            collected.append(chunk)
+    try:
+        for chunk in chunks:
+            if control is not None and control.cancelled:
+                break  # a sync tool cannot be interrupted: it stops at its next chunk
+            if streaming:
+                assert control is not None
+                control.send_partial(chunk)
+            else:
+                collected.append(chunk)
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()  # its ``finally`` runs now
     return _collected(collected, control)
 
 

@@ -48,6 +48,8 @@ LONG_TOOLS = (
     "many",
     "gappy",
     "flood",
+    "held_stream",
+    "held_stream_sync",
     "finish_line",
     "silent",
 )
@@ -276,6 +278,20 @@ async def wait_for_files(directory: pathlib.Path, names: list[str]) -> None:
     with anyio.fail_after(10):
         while files_in(directory) != names:
             await anyio.sleep(0.02)
+
+
+@pytest.mark.parametrize(
+    ("name", "marker"), [("held_stream", "async"), ("held_stream_sync", "sync")]
+)
+async def test_a_generator_tool_whose_stream_is_closed_early_is_closed_at_once(
+    long_manager: ToolManager, tmp_path: pathlib.Path, name: str, marker: str
+) -> None:
+    arguments = {"count": 10_000_000, "directory": str(tmp_path)}
+    async with long_manager.stream_tool(name, arguments) as stream:
+        async for _ in stream:
+            break  # one chunk, then the stream is closed: the call is cancelled at the tool
+    # The generator's ``finally`` ran: what it held is released now, not at its end.
+    await wait_for_files(tmp_path, [f"{marker}.released"])
 
 
 async def test_wait_for_and_manager_cancel_stop_an_async_tool_in_another_process(

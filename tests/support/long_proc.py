@@ -10,7 +10,7 @@ import pathlib
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import anyio
 
@@ -109,6 +109,25 @@ def flood(context: ToolContext, reports: int) -> int:
 
 
 @tool
+async def held_stream(count: int, directory: str) -> AsyncIterator[int]:
+    """Yield ``count`` numbers, holding a resource that its ``finally`` releases."""
+    try:
+        for number in range(count):
+            yield number
+    finally:
+        mark(directory, "async.released")
+
+
+@tool
+def held_stream_sync(count: int, directory: str) -> Iterator[int]:
+    """:func:`held_stream` as a sync generator (runs in a worker thread)."""
+    try:
+        yield from range(count)
+    finally:
+        mark(directory, "sync.released")
+
+
+@tool
 async def finish_line(context: ToolContext) -> str:
     """Report 0, 50 and 100 % at once, then return (all within the rate limit's interval)."""
     for percent in (0, 50, 100):
@@ -123,7 +142,18 @@ async def silent(seconds: float) -> float:
     return seconds
 
 
-TOOLS = [steps, sync_steps, chunks, many, gappy, flood, finish_line, silent]
+TOOLS = [
+    steps,
+    sync_steps,
+    chunks,
+    many,
+    gappy,
+    flood,
+    held_stream,
+    held_stream_sync,
+    finish_line,
+    silent,
+]
 
 
 def main(argv: list[str]) -> None:
