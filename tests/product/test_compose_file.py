@@ -6,15 +6,19 @@ a mounted file that is missing, a broker that is not reachable from the other
 containers. The tool commands themselves are tested in tests/product/tool_clients.
 """
 
+import contextlib
 import os
 import pwd
 import re
 import shlex
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import aiomqtt
+import anyio
 import pytest
 import yaml
 
@@ -133,8 +137,13 @@ def test_mounted_config_listens_for_other_containers() -> None:
     assert re.search(r"^allow_anonymous true\s*$", config, re.MULTILINE)
 
 
-def test_mosquitto_accepts_the_config(tmp_path: Path) -> None:
-    """Mosquitto exits on any unknown or malformed option, so starting it is the check."""
+@contextlib.contextmanager
+def shipped_mosquitto(tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
+    """Mosquitto on the repository's mosquitto.conf: its port, and its log once it stopped.
+
+    Only what cannot work here changes: loopback and a free port instead of every
+    interface on 1883, and a data directory the test may write.
+    """
     binary = find_mosquitto()
     if binary is None:
         message = "mosquitto is not installed (run `make test`, which installs it)"
@@ -142,8 +151,6 @@ def test_mosquitto_accepts_the_config(tmp_path: Path) -> None:
             pytest.fail(message, pytrace=False)
         pytest.skip(message)
     port = free_port()
-    # Only what cannot work here changes: loopback and a free port instead of every
-    # interface on 1883, and a data directory the test may write.
     config = re.sub(
         r"^listener 1883\s*$",
         f"listener {port} 127.0.0.1",
@@ -166,6 +173,7 @@ def test_mosquitto_accepts_the_config(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
+    log: list[str] = []
     try:
         deadline = time.monotonic() + 10
         while process.poll() is None:
@@ -175,9 +183,47 @@ def test_mosquitto_accepts_the_config(tmp_path: Path) -> None:
             except TimeoutError:
                 assert time.monotonic() < deadline, "mosquitto does not listen"
         assert process.poll() is None, process.communicate()[0].decode()
+        yield port, log
     finally:
         process.terminate()
         output, _ = process.communicate(timeout=10)
-    log = output.decode()
+        log.append(output.decode())
+
+
+def test_mosquitto_accepts_the_config(tmp_path: Path) -> None:
+    """Mosquitto exits on any unknown or malformed option, so starting it is the check."""
+    with shipped_mosquitto(tmp_path) as (_, output):
+        pass
+    log = output[0]
     assert "Error" not in log, log
     assert (tmp_path / "mosquitto.db").is_file(), log
+
+
+async def publish_oversized(port: int) -> None:
+    """Publish 4 MiB at QoS 1: no PUBACK comes (the broker drops the client), so it fails."""
+    # aiomqtt notices the lost connection only when its own timeout runs out: keep it short.
+    with anyio.fail_after(10):
+        async with aiomqtt.Client("127.0.0.1", port, timeout=1) as publisher:
+            await publisher.publish("big/one", b"x" * (4 * 1024 * 1024), qos=1)
+
+
+@pytest.mark.anyio
+async def test_the_shipped_config_refuses_an_oversized_message_before_anyone_receives_it(
+    tmp_path: Path,
+) -> None:
+    """A peer cannot make every subscriber buffer a huge payload: the broker drops it."""
+    with shipped_mosquitto(tmp_path) as (port, log):
+        received: list[int] = []
+        async with aiomqtt.Client("127.0.0.1", port) as subscriber:
+            await subscriber.subscribe("big/#", qos=1)
+            with pytest.raises(aiomqtt.MqttError):
+                await publish_oversized(port)
+            # A payload the library accepts (1 MiB) still goes through, and is the first.
+            async with aiomqtt.Client("127.0.0.1", port) as publisher:
+                await publisher.publish("big/ok", b"y" * (1024 * 1024), qos=1)
+            with anyio.fail_after(10):
+                async for message in subscriber.messages:
+                    received.append(len(bytes(message.payload)))
+                    break
+    assert received == [1024 * 1024]
+    assert "disconnected due to oversize packet" in log[0], log[0]
