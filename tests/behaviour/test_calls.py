@@ -95,8 +95,7 @@ async def test_invalid_arguments_give_an_error_before_anything_is_published(
     mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
 ) -> None:
     info = await manager.wait_for_tool("echo", timeout=15)
-    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
-        await spy.subscribe(topics.call(info.id), qos=1)
+    async with spy_on_calls(mosquitto.url, topics, info.id) as spy:
         bad = await manager.execute_tool("echo", {"message": 42, "extra": True})
         assert isinstance(bad, TaskErrorMessage)
         assert bad.error_code == "invalid_arguments"
@@ -105,11 +104,8 @@ async def test_invalid_arguments_give_an_error_before_anything_is_published(
         assert {p["path"] for p in bad.details} >= {"$.message", "$"}
         good = await manager.execute_tool("echo", {"message": "ok"})
         assert good.ok
-        with anyio.fail_after(5):
-            first = await anext(aiter(spy.messages))
         # The first task the tool topic ever saw is the valid call: the invalid one never left.
-        first_task = parse_message(first.payload)
-        assert isinstance(first_task, TaskMessage)
+        [first_task] = await spy.wait_for_tasks(1, timeout=5)
         assert first_task.task_id == good.task_id
 
 
@@ -117,8 +113,7 @@ async def test_text_utf8_cannot_carry_is_refused_and_never_sent(
     mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
 ) -> None:
     info = await manager.wait_for_tool("echo", timeout=15)
-    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
-        await spy.subscribe(topics.call(info.id), qos=1)
+    async with spy_on_calls(mosquitto.url, topics, info.id) as spy:
         # A lone surrogate: a Python str, but no UTF-8 (so no JSON on the wire) for it.
         in_arguments = await manager.execute_tool("echo", {"message": "half \ud800"})
         assert isinstance(in_arguments, TaskErrorMessage)
@@ -141,10 +136,7 @@ async def test_text_utf8_cannot_carry_is_refused_and_never_sent(
         )
         good = await manager.execute_tool("echo", {"message": "ok"})
         assert good.ok, good
-        with anyio.fail_after(5):
-            first = await anext(aiter(spy.messages))
-        first_task = parse_message(first.payload)
-        assert isinstance(first_task, TaskMessage)
+        [first_task] = await spy.wait_for_tasks(1, timeout=5)
         assert first_task.task_id == good.task_id
     assert manager.pending_calls == 0
 
@@ -163,8 +155,7 @@ async def test_a_task_that_cannot_be_encoded_when_its_turn_comes_ends_the_call(
     mosquitto: Mosquitto, manager: ToolManager, tool_process: ToolProcess, topics: Topics
 ) -> None:
     info = await manager.wait_for_tool("echo", timeout=15)
-    async with aiomqtt.Client("127.0.0.1", mosquitto.port) as spy:
-        await spy.subscribe(topics.call(info.id), qos=1)
+    async with spy_on_calls(mosquitto.url, topics, info.id) as spy:
         result = await manager.execute_tool("echo", {"message": _Disguised("\ud800")})
         assert isinstance(result, TaskErrorMessage)
         assert result.error_code == "invalid_arguments"
@@ -173,10 +164,7 @@ async def test_a_task_that_cannot_be_encoded_when_its_turn_comes_ends_the_call(
         )
         good = await manager.execute_tool("echo", {"message": "ok"})
         assert good.ok, good
-        with anyio.fail_after(5):
-            first = await anext(aiter(spy.messages))
-        first_task = parse_message(first.payload)
-        assert isinstance(first_task, TaskMessage)
+        [first_task] = await spy.wait_for_tasks(1, timeout=5)
         assert first_task.task_id == good.task_id
     assert manager.pending_calls == 0
 
