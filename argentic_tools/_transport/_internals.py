@@ -12,7 +12,9 @@ four things here need them, each because the public API cannot do it:
 - adding paho's write watcher only while its socket is still open (EBADF after a
   broker death);
 - a PINGREQ written from another thread while a tool blocks the event loop, so the
-  broker does not declare a busy process dead.
+  broker does not declare a busy process dead;
+- reading an oversized incoming PUBLISH into nothing: paho would hold it about three
+  times over (its read buffer and two copies while parsing) before we could drop it.
 
 The versions these were written and tested against are pinned exactly in
 ``pyproject.toml``; :func:`check_internals` (run by the test suite) names every
@@ -24,6 +26,7 @@ import collections
 import contextlib
 import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import aiomqtt
@@ -58,6 +61,7 @@ def check_internals() -> list[str]:
             ("_registered_write", bool),
             ("_sock", type(None)),
             ("_out_packet", collections.deque),
+            ("_in_packet", dict),
         ):
             if not hasattr(paho, name):
                 problems.append(f"paho.mqtt.client.Client.{name}: missing")
@@ -72,9 +76,17 @@ def check_internals() -> list[str]:
             "on_disconnect",
             "on_socket_register_write",
             "on_socket_unregister_write",
+            "_sock_recv",
+            "_send_puback",
         ):
             if not hasattr(paho, name):
                 problems.append(f"paho.mqtt.client.Client.{name}: missing")
+        in_packet = getattr(paho, "_in_packet", None)
+        if isinstance(in_packet, dict) and set(in_packet) != _IN_PACKET_KEYS:
+            problems.append(
+                f"paho.mqtt.client.Client._in_packet: expected the keys {sorted(_IN_PACKET_KEYS)}, "
+                f"got {sorted(in_packet)}"
+            )
     return problems
 
 
@@ -119,6 +131,7 @@ def install_callbacks(
     client: aiomqtt.Client,
     on_message: Callable[[Any, Any, Any], None],
     on_puback: Callable[[int], bool],
+    refuse: "Refusal | None" = None,
 ) -> None:
     """Hook paho's callbacks on a client that has not connected yet.
 
@@ -127,9 +140,13 @@ def install_callbacks(
         on_message: Receives every message, on the event loop.
         on_puback: Called with each acknowledged message id; returns False when the
             id is not one of ours, so aiomqtt's own handling runs.
+        refuse: Incoming messages past its payload size are read into nothing and
+            reported to it, never delivered (None: paho reads everything).
 
     """
     paho = client._client
+    if refuse is not None:
+        _refuse_oversized(paho, refuse)
     paho.on_message = on_message
     fallback = paho.on_publish
 
@@ -140,6 +157,108 @@ def install_callbacks(
     paho.on_publish = on_publish
     paho.on_disconnect = _fail_pending_connect(client)
     _guard_write_watch(client)
+
+
+_IN_PACKET_KEYS = {
+    "command",
+    "have_remaining",
+    "remaining_count",
+    "remaining_mult",
+    "remaining_length",
+    "packet",
+    "to_process",
+    "pos",
+}
+"""paho's state of the packet it is reading (reset between packets)."""
+
+PUBLISH = 0x30
+"""The packet type of an MQTT PUBLISH, in the high nibble of its first byte."""
+
+HEAD_BYTES = 2 + 65535 + 2
+"""The most a PUBLISH's variable header can take: topic length, topic, message id."""
+
+DRAIN_CHUNK = 64 * 1024
+"""Bytes of an oversized message read (and dropped) per receive."""
+
+DRAIN_CHUNKS_PER_READ = 64
+"""Receives per call before the event loop gets its turn (4 MiB at most)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """What :func:`install_callbacks` refuses: payloads above ``max_payload_bytes``.
+
+    ``report`` is called with the message's topic (None when it is not UTF-8) and the
+    size of the refused packet, once the packet has been read past.
+    """
+
+    max_payload_bytes: int
+    report: Callable[[str | None, int], None]
+
+
+def _refuse_oversized(paho: mqtt.Client, refusal: Refusal) -> None:
+    """Make ``paho`` read an incoming PUBLISH larger than the limit into nothing.
+
+    paho reads the whole packet into a buffer, then copies it twice while parsing,
+    before any callback could look at its size: a 200 MB message cost 600 MB. Here the
+    packet's remaining length, known before its body is read, decides: an oversized
+    PUBLISH is read in small chunks and dropped, keeping only its variable header for
+    the PUBACK a QoS 1 message needs (the broker would resend it otherwise).
+    ``_sock_recv`` is the one seam: paho calls it for the body once the length is
+    known, and a ``BlockingIOError`` makes it return and wait for the socket.
+    """
+    receive = paho._sock_recv
+    limit = refusal.max_payload_bytes + HEAD_BYTES
+
+    def guarded(bufsize: int) -> bytes:
+        packet = paho._in_packet
+        if (
+            not packet["have_remaining"]
+            or packet["command"] & 0xF0 != PUBLISH
+            or packet["remaining_length"] <= limit
+        ):
+            return receive(bufsize)
+        head: bytearray = packet["packet"]
+        for _ in range(DRAIN_CHUNKS_PER_READ):
+            data = receive(min(packet["to_process"], DRAIN_CHUNK))
+            if not data:
+                return data  # paho: the connection is lost
+            head += data[: max(0, HEAD_BYTES - len(head))]
+            packet["to_process"] -= len(data)
+            if packet["to_process"] <= 0:
+                _drop_publish(paho, refusal)
+                break
+        raise BlockingIOError  # paho returns and reads on when the socket is readable
+
+    paho._sock_recv = guarded  # type: ignore[method-assign]
+
+
+def _drop_publish(paho: mqtt.Client, refusal: Refusal) -> None:
+    """The oversized PUBLISH is read: acknowledge it, report it, and start afresh."""
+    packet = paho._in_packet
+    head = bytes(packet["packet"])
+    size = packet["remaining_length"]
+    qos = (packet["command"] & 0x06) >> 1
+    paho._in_packet = {
+        "command": 0,
+        "have_remaining": 0,
+        "remaining_count": [],
+        "remaining_mult": 1,
+        "remaining_length": 0,
+        "packet": bytearray(b""),
+        "to_process": 0,
+        "pos": 0,
+    }
+    length = int.from_bytes(head[:2], "big")
+    try:
+        topic: str | None = head[2 : 2 + length].decode()
+    except UnicodeDecodeError:
+        topic = None
+    if qos == 1:
+        # Acknowledged, as paho does once on_message returns: unacknowledged, the broker
+        # would send it again on every reconnect of a kept session.
+        paho._send_puback(int.from_bytes(head[2 + length : 4 + length], "big"))
+    refusal.report(topic, size)
 
 
 def close_socket(client: aiomqtt.Client) -> None:

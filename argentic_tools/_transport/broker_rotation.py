@@ -79,6 +79,7 @@ class ConnectionSettings(Protocol):
     connect_timeout: float
     persistent_session: bool
     fresh_session_on_failover: bool
+    max_payload_bytes: int
 
 
 class BrokerRotation:
@@ -97,6 +98,9 @@ class BrokerRotation:
         subscriptions: The filters to subscribe to on every new connection.
         on_message: paho's ``on_message`` callback: every message, on the event loop.
         on_puback: Called with each acknowledged message id; False when not ours.
+        on_refused: Told of each incoming message whose payload exceeds the settings'
+            ``max_payload_bytes``: its topic (None when not UTF-8) and size. Such a
+            message is read past, never held in memory nor delivered.
         logger: Where fresh sessions and sessions that could not be ended are reported.
 
     """
@@ -110,6 +114,7 @@ class BrokerRotation:
         subscriptions: Subscriptions,
         on_message: Callable[[Any, Any, Any], None],
         on_puback: Callable[[int], bool],
+        on_refused: Callable[[str | None, int], None],
         logger: InstanceLogger,
     ) -> None:
         self.brokers = brokers
@@ -119,6 +124,7 @@ class BrokerRotation:
         self._subscriptions = subscriptions
         self._on_message = on_message
         self._on_puback = on_puback
+        self._on_refused = on_refused
         self._logger = logger
         self._at = 0
         self._session_at: int | None = None
@@ -223,7 +229,12 @@ class BrokerRotation:
         client = self._new_client(broker, will, clean_session=not self._settings.persistent_session)
         # Dispatch straight from paho's callback (it runs on the event loop): no queue,
         # no task and no wait per message, which is most of a round trip's cost.
-        _internals.install_callbacks(client, self._on_message, self._on_puback)
+        _internals.install_callbacks(
+            client,
+            self._on_message,
+            self._on_puback,
+            _internals.Refusal(self._settings.max_payload_bytes, self._on_refused),
+        )
         where = f"{broker.host}:{broker.port}"
         problem: str | None = None
         try:

@@ -163,6 +163,7 @@ class Messager(AsyncResource):
             subscriptions=self._subscriptions,
             on_message=self._on_paho_message,
             on_puback=self._window.on_puback,
+            on_refused=self._on_refused,
             logger=self.logger,
         )
 
@@ -528,6 +529,15 @@ class Messager(AsyncResource):
         incoming = IncomingMessage(topic, payload, bool(message.retain))
         for handler in self._subscriptions.handlers_for(topic):
             self._dispatch(handler, incoming)
+
+    def _on_refused(self, topic: str | None, size: int) -> None:
+        self.logger.warning(
+            "dropped message on %r: packet of %d bytes exceeds the payload limit of %d "
+            "(read past without keeping it)",
+            topic,
+            size,
+            self.max_payload_bytes,
+        )
 
     def _dispatch(self, handler: Handler, message: IncomingMessage) -> None:
         try:

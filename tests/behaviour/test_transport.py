@@ -1,7 +1,9 @@
 """The Messager against real brokers: connecting, failures, credentials, TLS and socket options."""
 
+import logging
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import anyio
@@ -14,6 +16,8 @@ from argentic_tools import (
     IncomingMessage,
     Messager,
     PayloadTooLargeError,
+    ToolManager,
+    Topics,
 )
 from tests.support.brokers import Mosquitto, free_port, running_mosquitto, uncovered_env
 
@@ -151,6 +155,71 @@ async def test_a_payload_built_at_its_turn_is_built_once_checked_and_delivered(
             await done.wait()
     assert builds == ["first", "at most once", "z" * 101]
     assert received == [b"first", b"at most once", b"bytes-like"]
+
+
+PUBLISH_HUGE_THEN_MARKER = """
+import sys
+import paho.mqtt.client as mqtt
+
+port, topic, size = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2)
+client.connect("127.0.0.1", port)
+client.loop_start()
+client.publish(topic, b"x" * size, qos=1).wait_for_publish(60)
+client.publish(topic, b"marker", qos=1).wait_for_publish(60)
+client.disconnect()
+client.loop_stop()
+"""
+
+
+async def test_a_huge_message_on_a_managers_inbox_is_read_past_without_holding_it(
+    mosquitto: Mosquitto, topics: Topics, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The session's broker has no packet size limit (like a default mosquitto, or the
+    # embedded broker): the manager's own transport must refuse the message.
+    size = 50 * 1024 * 1024
+    marker = anyio.Event()
+
+    def on_inbox(message: IncomingMessage) -> None:
+        if message.payload == b"marker":
+            marker.set()
+
+    async with (
+        Messager(mosquitto.url, will_topic=None) as messager,
+        ToolManager(messager, topics=topics) as manager,
+    ):
+        assert manager.inbox is not None
+        inbox = topics.reply("some-tool", manager.inbox)
+        await messager.subscribe(inbox, on_inbox)
+        tracemalloc.start()
+        try:
+            before, _ = tracemalloc.get_traced_memory()
+            with caplog.at_level(logging.WARNING, logger="argentic_tools.transport"):
+                # Another process publishes it, so that only the manager's side is measured.
+                await anyio.run_process(
+                    [
+                        sys.executable,
+                        "-c",
+                        PUBLISH_HUGE_THEN_MARKER,
+                        str(mosquitto.port),
+                        inbox,
+                        str(size),
+                    ],
+                    env=uncovered_env(),
+                )
+                with anyio.fail_after(60):
+                    await marker.wait()  # the huge one came before it, on the same topic
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert messager.connections == 1  # read past, not a reason to reconnect
+    # paho alone would have held it three times over (150 MB) before it could be dropped.
+    assert peak - before < 5 * 1024 * 1024
+    refused = [
+        r.getMessage() for r in caplog.records if "exceeds the payload limit" in r.getMessage()
+    ]
+    assert len(refused) == 1
+    assert repr(inbox) in refused[0]
 
 
 def test_client_ids_are_unique_across_processes_started_together() -> None:
