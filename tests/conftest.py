@@ -13,6 +13,7 @@ import pytest
 
 from argentic_tools import ToolManager, Topics
 from tests.support.brokers import (
+    MOSQUITTO_DEFAULTS,
     Mosquitto,
     ThreadedEmbeddedBroker,
     find_mosquitto,
@@ -61,6 +62,15 @@ def private_mosquitto() -> Iterator[Mosquitto]:
     if find_mosquitto() is None:
         pytest.skip("mosquitto is not installed")
     with running_mosquitto() as broker:
+        yield broker
+
+
+@pytest.fixture
+def default_limits_mosquitto() -> Iterator[Mosquitto]:
+    """A mosquitto of this test alone with mosquitto's own per-client queue limits."""
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto is not installed")
+    with running_mosquitto(MOSQUITTO_DEFAULTS) as broker:
         yield broker
 
 

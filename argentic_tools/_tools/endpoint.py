@@ -38,6 +38,7 @@ from .._telemetry import ToolMetrics
 from .._transport import IncomingMessage, Messager
 from .control import CallControl
 from .executor import TaskExecutor
+from .pacing import PACE_SECONDS, RegistrationWindow
 from .served import ServedTool
 from .stats import ToolCounters
 from .status import StatusRouter
@@ -87,6 +88,8 @@ class ToolEndpoint:
         self._drops = DropLog(logger)
         self._stopped = False
         self._registrations: dict[tuple[int, bool], bytes] = {}
+        self._window = RegistrationWindow.of(messager)
+        self._unregistered = asyncio.Event()
         # A pinned id may be another process's already: its tasks reach every subscriber
         # of the call topic, so this endpoint runs none until a manager has accepted it
         # as the id's holder. A generated id is nobody else's.
@@ -114,9 +117,12 @@ class ToolEndpoint:
     async def start(self, *, confirm_timeout: float = 1.0, attempts: int = 3) -> str:
         """Subscribe, register, and wait for a confirmation; returns the tool id.
 
-        The registration is sent ``attempts`` times within ``confirm_timeout``
-        seconds in all. Without a confirmation by then the tool keeps serving:
-        managers that start later announce themselves and it registers again.
+        The registration is sent up to ``attempts`` times, each waiting
+        ``confirm_timeout / attempts`` seconds for an answer (after its turn in the
+        connection's :class:`~.pacing.RegistrationWindow`); while no manager has
+        answered any registration on this connection, once. Without a confirmation
+        the tool keeps serving: managers that start later announce themselves and it
+        registers again.
 
         A pinned id still held by this tool's previous process (a restart) is not a
         refusal: the manager says it is checking whether the holder answers, and each
@@ -157,13 +163,16 @@ class ToolEndpoint:
 
         """
         for _ in range(attempts):
-            await self.register_again()
-            await self._wait_for_answer(confirm_timeout / attempts)
+            async with self._window.slot():
+                await self._publish_registration()
+                await self._wait_for_answer(confirm_timeout / attempts)
             if self.refusal is not None:
                 raise RegistrationError(f"tool {self.tool.name!r}: {self.refusal}")
             if self.confirmed.is_set():
                 self._started = True
                 return self.tool_id
+            if not self._window.heard:
+                break  # nobody answers: managers that start announce themselves
         self._started = True
         logger.log(
             logging.DEBUG if quiet else logging.INFO,
@@ -196,15 +205,11 @@ class ToolEndpoint:
         for topic in self._call_topics(self.tool_id):
             with contextlib.suppress(Exception):
                 await self.messager.unsubscribe(topic, self._on_task)
-        with contextlib.suppress(Exception):
-            await StatusRouter.of(self.messager, self.topics.status).remove(self)
         if announce and self.messager.is_connected():
             with contextlib.suppress(Exception):
-                async with asyncio.timeout(2):
-                    await self.messager.publish(
-                        self.register_topic,
-                        UnregisterToolMessage(tool_id=self.tool_id, source=self.messager.client_id),
-                    )
+                await self._unregister()
+        with contextlib.suppress(Exception):
+            await StatusRouter.of(self.messager, self.topics.status).remove(self)
         if self._tasks:
             _, pending = await asyncio.wait(set(self._tasks.values()), timeout=grace_period)
             for control in list(self._controls.values()):
@@ -213,6 +218,27 @@ class ToolEndpoint:
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=2)
+
+    async def _unregister(self) -> None:
+        """Unregister, paced by the managers' answers (their ``TOOL_UNREGISTERED``).
+
+        A process unregistering thousands of tools sends no more than its window ahead
+        of the managers; with no manager heard, one window per :data:`PACE_SECONDS`.
+        """
+        async with self._window.slot():
+            async with asyncio.timeout(2):
+                await self.messager.publish(
+                    self.register_topic,
+                    UnregisterToolMessage(tool_id=self.tool_id, source=self.messager.client_id),
+                )
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(ANSWER_WAIT if self._window.heard else PACE_SECONDS):
+                    await self._unregistered.wait()
+
+    def unregistered(self, removal: ToolUnregisteredMessage) -> None:
+        """A manager announced a removal of this tool's name (routed by StatusRouter)."""
+        if removal.tool_id == self.tool_id and self._stopped:
+            self._unregistered.set()
 
     def stats(self) -> ToolStatsEntry:
         """What this endpoint has served, for a stats request."""
@@ -244,15 +270,19 @@ class ToolEndpoint:
 
     def _registration(self) -> bytes:
         """The registration as it stands: the connection count and the confirmation."""
-        # No confirmation is needed once one came, or, for an id of its own (nobody else
-        # can hold it), once start() stopped waiting for one.
-        settled = self.confirmed.is_set() or self._started
-        key = (self.messager.connections, self._accepted and settled)
+        key = (self.messager.connections, self._registration_settled())
         data = self._registrations.get(key)
         if data is None:
             self._registrations.clear()
             data = self._registrations[key] = self._build_registration(*key)
         return data
+
+    def _registration_settled(self) -> bool:
+        """Whether the registration says ``confirmed`` (and so gets no answer)."""
+        # No confirmation is needed once one came, or, for an id of its own (nobody else
+        # can hold it), once start() stopped waiting for one.
+        settled = self.confirmed.is_set() or self._started
+        return self._accepted and settled
 
     def _build_registration(self, connection: int, confirmed: bool) -> bytes:
         tool = self.tool
@@ -289,6 +319,10 @@ class ToolEndpoint:
     async def register_again(self, inbox: str | None = None) -> None:
         """Publish the registration again (a manager announced itself, or a reconnect).
 
+        It takes its turn in the connection's :class:`~.pacing.RegistrationWindow`: a
+        fleet of thousands of tools answering an announcement reaches the manager no
+        faster than it answers (or, already confirmed, than the window's pace).
+
         Args:
             inbox: The announcing manager's own level: the registration goes to it
                 alone, on ``{register topic}/{inbox}``, so a manager joining a fleet
@@ -297,6 +331,15 @@ class ToolEndpoint:
         """
         if self._stopped:
             return
+        async with self._window.slot():
+            if self._registration_settled():
+                await self._publish_registration(inbox)
+                await asyncio.sleep(PACE_SECONDS)  # a confirmed registration gets no answer
+            else:
+                await self._publish_registration(inbox)
+                await self._wait_for_answer(ANSWER_WAIT)
+
+    async def _publish_registration(self, inbox: str | None = None) -> None:
         topic = self.register_topic if inbox is None else f"{self.register_topic}/{inbox}"
         try:
             await self.messager.publish(topic, self._registration())
@@ -308,6 +351,7 @@ class ToolEndpoint:
         """React to a status message about this tool's name (routed by StatusRouter)."""
         mine = getattr(parsed, "target", None) in (None, self.messager.client_id)
         self._answered.set()
+        self._window.heard = True
         if isinstance(parsed, ToolRegisteredMessage):
             if parsed.tool_id == self.tool_id and mine:
                 self.confirmed.set()
@@ -506,6 +550,10 @@ def caller(source: str | None, sender: str | None) -> str | None:
 
 EARLY_TASKS = 256
 """Tasks a tool with a pinned id keeps while no manager has accepted it as the holder."""
+
+ANSWER_WAIT = 1.0 / 3
+"""How long a registration sent again, not yet confirmed, holds its slot of the
+registration window while it waits for an answer (an attempt's wait by default)."""
 
 MAX_HOLDER_WAIT = 10.0
 """Longest a registration waits, per attempt, for a manager checking whether the holder

@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -54,6 +55,9 @@ class ToolService(AsyncResource):
             refused, entering raises :class:`RegistrationError`. With no answer by
             then the tools serve anyway and register again whenever a manager
             announces itself. Entering returns as soon as every tool is answered.
+            Registrations are paced (128 unanswered at once, see ``docs/protocol.md``):
+            thousands of tools take as long as the managers take to answer them, or,
+            with no manager, about ``confirm_timeout / 3`` seconds per 128 tools.
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` when the service starts (the ``[otel]``
             extra; see :func:`start_metrics_server`).
@@ -83,8 +87,8 @@ class ToolService(AsyncResource):
         self.metrics_port = metrics_port
         self.topics = topics or Topics.with_prefix(topic_prefix)
         self.tools: list[BaseTool] = [as_tool(t) for t in tools]
-        names = [t.name for t in self.tools]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        names = collections.Counter(t.name for t in self.tools)
+        duplicates = sorted(name for name, count in names.items() if count > 1)
         if duplicates:
             raise ValueError(f"tool names must be unique within a service: {duplicates}")
         # Serving settings live on the endpoints: the tool objects are never changed, so

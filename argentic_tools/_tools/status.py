@@ -58,6 +58,9 @@ class StatusRecipient(Protocol):
     def retired(self, removal: ToolUnregisteredMessage) -> None:
         """A manager removed the tool; act at once if it retired this process's pinned id."""
 
+    def unregistered(self, removal: ToolUnregisteredMessage) -> None:
+        """A manager announced the removal of a tool of this name (an unregistration's answer)."""
+
     def stats(self) -> ToolStatsEntry:
         """What the tool has served, for a stats request."""
 
@@ -136,6 +139,10 @@ class StatusRouter:
             for endpoint in self.by_name.get(parsed.tool_name or "", ()):
                 if endpoint.tool_id == parsed.tool_id:
                     self.messager.spawn(endpoint.register_again(), "status:re-register")
+        elif isinstance(parsed, ToolUnregisteredMessage):
+            # The answer to an unregistration: it paces the next (see .pacing).
+            for endpoint in self.by_name.get(parsed.tool_name or "", ()):
+                endpoint.unregistered(parsed)
 
     async def _answer_stats(self, inbox: str) -> None:
         """Tell the asker what every tool on this connection has served."""

@@ -38,6 +38,12 @@ from .url import build_tls_context, make_client_id, parse_brokers
 logger = logging.getLogger("argentic_tools.transport")
 _T = TypeVar("_T")
 
+SUBSCRIBES_IN_FLIGHT = 64
+"""SUBSCRIBE and UNSUBSCRIBE packets awaiting the broker's answer at once; more wait.
+
+aiomqtt scans every pending call for each new one: a process subscribing the call
+topics of thousands of tools at once spent minutes in that scan."""
+
 RECONNECT_WARN_SECONDS = 10.0
 """While reconnecting fails, a warning at most this often (the first one at once)."""
 
@@ -153,6 +159,7 @@ class Messager(AsyncResource):
         self._tasks = TaskSet(self.logger, self.client_id)
         self._attachments: dict[object, Any] = {}
         self._window = AckWindow(MAX_UNACKED)
+        self._subscribing = asyncio.Semaphore(SUBSCRIBES_IN_FLIGHT)
         # It reads this Messager's public settings at every attempt (a user may change
         # them between connections); the will topic, which a ToolService sets after
         # construction, is passed to every open.
@@ -329,7 +336,11 @@ class Messager(AsyncResource):
         is_new = self._subscriptions.add(topic, handler)
         if is_new and self._client is not None and self._connected.is_set():
             try:
-                codes = await self._client.subscribe(topic, qos=1)
+                async with self._subscribing:
+                    client = self._client
+                    if client is None or not self._connected.is_set():
+                        return  # lost meanwhile: the reconnect path subscribes it
+                    codes = await client.subscribe(topic, qos=1)
             except aiomqtt.MqttError as exc:
                 # The reconnect path subscribes again; report, do not lose the handler.
                 raise BrokerError(f"subscribing to {topic!r} failed: {exc}") from None
@@ -349,7 +360,10 @@ class Messager(AsyncResource):
             and self.is_connected()
         ):
             with contextlib.suppress(aiomqtt.MqttError):
-                await self._client.unsubscribe(topic)
+                async with self._subscribing:
+                    client = self._client
+                    if client is not None and self.is_connected():
+                        await client.unsubscribe(topic)
 
     async def publish(
         self,

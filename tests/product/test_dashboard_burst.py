@@ -10,7 +10,7 @@ when it knows it missed something it must say so rather than show a call as time
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 import anyio
@@ -18,7 +18,7 @@ import anyio.abc
 import pytest
 
 from argentic_tools import Topics
-from tests.support.brokers import Mosquitto, find_mosquitto, running_mosquitto
+from tests.support.brokers import Mosquitto
 from tests.support.cli import cli_process, connection, read_until
 from tests.support.clients import manager_for, messager_for
 from tests.support.processes import ToolProcess
@@ -31,17 +31,6 @@ CALL_TIMEOUT = 5.0
 """Every call succeeds well within it; the dashboard ends a call it lost 1 s past it."""
 BOUND = 120.0
 """Bound on the burst and on the dashboard settling (seconds on a loaded 2-core machine)."""
-
-MOSQUITTO_DEFAULTS = "max_queued_messages 1000\nmax_inflight_messages 20\n"
-"""Mosquitto's own per-client limits, which the shipped mosquitto.conf does not change."""
-
-
-@pytest.fixture
-def default_limits_mosquitto() -> Iterator[Mosquitto]:
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed")
-    with running_mosquitto(MOSQUITTO_DEFAULTS) as broker:
-        yield broker
 
 
 @contextlib.asynccontextmanager

@@ -46,6 +46,11 @@ def wait_for_port(port: int, timeout: float = 10.0) -> None:
             time.sleep(0.02)
 
 
+MOSQUITTO_DEFAULTS = "max_queued_messages 1000\nmax_inflight_messages 20\n"
+"""Mosquitto's own per-client limits (1,000 queued, 20 in flight, the rest dropped), which
+the shipped mosquitto.conf does not change and the test brokers otherwise raise."""
+
+
 @dataclass
 class Mosquitto:
     """A mosquitto process on 127.0.0.1 that tests can stop, kill and restart on the same port."""

@@ -373,10 +373,16 @@ class Membership:
         """
         refused = f"registration of {reg.tool_name!r} refused: {error}"
         self._drops.drop(self.topics.register, refused)
-        if not self._refusal_budget():
+        topic = self._status_topic(reg.source, reg.protocol)
+        # Refusals on the shared topic reach every process: a flood of forged
+        # registrations must not become a flood there. A process's own topic reaches
+        # only it, and a process registering thousands of tools paces itself by these
+        # answers (see argentic_tools/_tools/pacing.py).
+        if topic == self.topics.status and not self._refusal_budget():
             return  # a flood: the registering side learns on its next attempt
         self._spawn(
-            self._publish_status(
+            self._publish_quietly(
+                topic,
                 ToolRegistrationErrorMessage(
                     source=self.messager.client_id,
                     tool_name=str(reg.tool_name),
@@ -385,7 +391,7 @@ class Membership:
                     target=reg.source,
                     holder=holder,
                     retry_after=retry_after,
-                )
+                ),
             )
         )
 
@@ -451,8 +457,11 @@ class Membership:
 
     def _status_topic_of(self, entry: Entry) -> str:
         """The registering process's own status topic when it reads one, else the shared one."""
-        level = inbox_level(entry.info.source or "")
-        if entry.protocol is None or entry.protocol < 2 or level is None:
+        return self._status_topic(entry.info.source, entry.protocol)
+
+    def _status_topic(self, source: str | None, protocol: int | None) -> str:
+        level = inbox_level(source or "")
+        if protocol is None or protocol < 2 or level is None:
             return self.topics.status  # Argentic tools and older versions read only this
         return f"{self.topics.status}/{level}"
 

@@ -351,9 +351,11 @@ class ToolRegistry:
         """Refuse a registration that would add an instance past the bounds."""
         if reg.tool_id is not None and reg.tool_id in self._entries:
             return  # a re-registration adds nothing
-        mine = self._by_source.get(reg.source, {})
-        if any(e.info.name == reg.tool_name for e in mine.values()):
+        # By name, not by source: a process may serve thousands of tools, and this runs
+        # for every registration.
+        if any(e.info.source == reg.source for e in self._by_name.get(reg.tool_name, ())):
             return  # the same process's tool, re-registering or moving to a new id
+        mine = self._by_source.get(reg.source, {})
         if len(self._entries) >= self.max_tools:
             raise RegistrationRefusedError(
                 f"the registry is full: {self.max_tools} tools (the manager's max_tools)"
