@@ -5,6 +5,7 @@ every test under ``tests/`` reaches them without importing anything.
 """
 
 import os
+import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -18,9 +19,10 @@ from tests.support.brokers import (
     ThreadedEmbeddedBroker,
     find_mosquitto,
     running_mosquitto,
+    uncovered_env,
 )
 from tests.support.clients import manager_for, messager_for
-from tests.support.processes import ToolProcess
+from tests.support.processes import ROOT, ToolProcess, python_cmd
 
 REQUIRE_MOSQUITTO = os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1"
 
@@ -98,3 +100,27 @@ async def tool_process(mosquitto: Mosquitto, prefix: str) -> AsyncIterator[ToolP
     """The test tools of ``tests.support.tool_proc`` running in their own process."""
     async with ToolProcess("tests.support.tool_proc", mosquitto.url, prefix) as proc:
         yield proc
+
+
+@pytest.fixture
+def argentic_tool(mosquitto: Mosquitto, prefix: str) -> Iterator[None]:
+    """An unmodified argentic 0.16 tool, ``argentic_upper``, in its own process."""
+    proc = subprocess.Popen(
+        python_cmd(
+            "-m",
+            "tests.support.argentic_peer",
+            "--broker-port",
+            str(mosquitto.port),
+            "--topic-prefix",
+            prefix,
+        ),
+        cwd=ROOT,
+        env=uncovered_env(),  # the argentic peer runs none of our code
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -60,6 +60,7 @@ from .fleet.exports import ExportFormat, export
 from .fleet.info import ToolInfo
 from .fleet.liveness import Liveness
 from .fleet.membership import Admitted, Change, Membership, ProcessGone, Removed
+from .fleet.presence import Presence
 from .fleet.registry import (
     DEFAULT_MAX_TOOLS,
     DEFAULT_MAX_TOOLS_PER_CLIENT,
@@ -220,6 +221,14 @@ class ToolManager(AsyncResource):
             self._liveness,
             self.inbox,
         )
+        self._presence = Presence(
+            self._registry,
+            self._liveness,
+            messager,
+            self.logger,
+            self._background,
+            retire=self._membership.retire,
+        )
         self._pump = ObservationPump(recorder) if recorder is not None else None
         self._runner = CallRunner(
             self._calls,
@@ -279,6 +288,8 @@ class ToolManager(AsyncResource):
             self.messager.add_reconnect_hook(self._reconnected)
             await self._announce()
             self._settling.started()
+            if self.inbox is not None:  # pongs come back to the inbox
+                self._presence.start()
         except BaseException:
             # Leave nothing attached: a failed start is as if it never happened.
             with anyio.CancelScope(shield=True):

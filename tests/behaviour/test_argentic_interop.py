@@ -1,7 +1,6 @@
 """Interoperability with the peer implementation, argentic 0.16, in both directions."""
 
 import logging
-from collections.abc import Iterator
 
 import anyio
 import pytest
@@ -16,9 +15,8 @@ from argentic_tools import (
     Topics,
     tool,
 )
-from tests.support.brokers import Mosquitto, uncovered_env
+from tests.support.brokers import Mosquitto
 from tests.support.clients import messager_for
-from tests.support.processes import ROOT, python_cmd
 
 argentic = pytest.importorskip("argentic", reason="argentic 0.16 is installed by `make test`")
 
@@ -31,31 +29,6 @@ def shout(text: str, context: ToolContext) -> str:
     for done, _ in enumerate(text, 1):
         context.report_progress(done, len(text))  # sent only to callers that ask
     return text.upper() + "!"
-
-
-@pytest.fixture
-def argentic_tool(mosquitto: Mosquitto, prefix: str) -> Iterator[None]:
-    import subprocess
-
-    proc = subprocess.Popen(
-        python_cmd(
-            "-m",
-            "tests.support.argentic_peer",
-            "--broker-port",
-            str(mosquitto.port),
-            "--topic-prefix",
-            prefix,
-        ),
-        cwd=ROOT,
-        env=uncovered_env(),  # the argentic peer runs none of our code
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        yield
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 async def test_unmodified_argentic_tool_registers_with_our_manager_and_serves_calls(

@@ -15,7 +15,15 @@ from collections.abc import AsyncIterator
 import aiomqtt
 import anyio
 
-from argentic_tools import BrokerURL, TaskMessage, ToolCancelMessage, Topics, parse_message, tool
+from argentic_tools import (
+    BrokerURL,
+    TaskMessage,
+    ToolCancelMessage,
+    ToolPingMessage,
+    Topics,
+    parse_message,
+    tool,
+)
 
 
 class CallSpy:
@@ -26,6 +34,8 @@ class CallSpy:
         self.tasks: list[TaskMessage] = []
         self.wire: list[tuple[str, str]] = []
         """Every TASK and TOOL_CANCEL seen so far, in order: ``(type, task_id)``."""
+        self.pings = 0
+        """TOOL_PING messages seen so far (a manager asking whether the tool is there)."""
 
     async def wait_for_tasks(self, count: int, timeout: float = 10) -> list[TaskMessage]:
         """Return the first ``count`` TASK messages, once they have been seen (bounded).
@@ -56,6 +66,13 @@ class CallSpy:
             self.wire.append(("TASK", parsed.task_id))
         elif isinstance(parsed, ToolCancelMessage):
             self.wire.append(("TOOL_CANCEL", parsed.task_id))
+        elif isinstance(parsed, ToolPingMessage):
+            self.pings += 1
+
+    async def wait_for_ping(self) -> None:
+        """Return once a TOOL_PING has been seen (bound it with a deadline)."""
+        while not self.pings:
+            await self._next()
 
     async def wait_for_calls(self, count: int, timeout: float = 10) -> list[str | None]:
         """The ``call_id`` of each of the first ``count`` tasks (bounded)."""

@@ -89,6 +89,8 @@ class Liveness:
         # The connection (its count) each suspect's silence was measured on.
         self._connection: dict[str, int] = {}
         self._prober: asyncio.Task[None] | None = None
+        self.heard_at: dict[str | None, float] = {}
+        """Loop time of the last message from each tool process (by client id)."""
 
     @property
     def suspects(self) -> list[str]:
@@ -145,6 +147,8 @@ class Liveness:
 
     def alive(self, tool_id: str | None, source: str | None = None) -> None:
         """Something came from ``tool_id`` (sent by the process ``source``): it answers."""
+        if source is not None:
+            self.heard_at[source] = asyncio.get_running_loop().time()
         if tool_id is None:
             return
         if self._asked:
@@ -160,6 +164,11 @@ class Liveness:
             if tool_id in self._warned:
                 self._warned.discard(tool_id)
                 self.logger.warning("tool %r instance %s answers again", entry.info.name, tool_id)
+
+    def forget_except(self, sources: set[str | None]) -> None:
+        """Forget when processes other than ``sources`` (those still registered) spoke."""
+        for source in [s for s in self.heard_at if s not in sources]:
+            del self.heard_at[source]
 
     def _current(self, entry: Entry) -> bool:
         return self.registry.get(entry.info.id) is entry

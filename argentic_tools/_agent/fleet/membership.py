@@ -335,7 +335,7 @@ class Membership:
         for old in replaced:
             self._announce_removal(old.info, "replaced")
         if self.liveness is not None:
-            self.liveness.alive(entry.info.id)
+            self.liveness.alive(entry.info.id, entry.info.source)
         info = entry.info
         if is_new:
             self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)

@@ -105,6 +105,10 @@ class ToolRegistry:
         """The instance with this id."""
         return self._entries.get(tool_id)
 
+    def sources(self) -> list[str | None]:
+        """The client id of every process with a registered instance."""
+        return list(self._by_source)
+
     def from_source(self, source: str | None) -> list[Entry]:
         """Every instance served by the process with this client id."""
         return list(self._by_source.get(source, {}).values())
