@@ -56,3 +56,18 @@ def test_a_string_that_is_not_a_topic_filter_says_why(topic_filter: str, problem
 @pytest.mark.parametrize("topic_filter", ["a/b", "a/+/c", "a/#", "#", "+", "+/+/#", "a//b"])
 def test_topic_filters_mqtt_accepts_have_no_problem(topic_filter: str) -> None:
     assert filter_problem(topic_filter) is None
+
+
+def test_wildcard_handlers_keep_their_order_when_one_of_a_filters_handlers_leaves() -> None:
+    table = Subscriptions()
+    first, second, third = (lambda _: None), (lambda _: None), (lambda _: None)
+    table.add("a/+", first)
+    table.add("a/#", second)
+    table.add("a/+", third)
+    assert list(table.handlers_for("a/b")) == [first, second, third]
+    assert table.filters() == ["a/+", "a/#"]
+    assert not table.remove("a/+", first)  # another handler still has the filter
+    assert list(table.handlers_for("a/b")) == [second, third]
+    assert table.remove("a/+", third) and not table.has("a/+")
+    assert table.filters() == ["a/#"]
+    assert table.remove("a/#") and list(table.handlers_for("a/b")) == []

@@ -103,3 +103,14 @@ def test_an_advertised_max_concurrency_is_used_only_when_it_is_a_positive_intege
         metadata = {"max_concurrency": value}
         entry, _, _ = registry.admit(registration(f"tool{index}", metadata=metadata), epoch=1)
         assert entry.max_concurrency == expected, value
+
+
+def test_a_clients_room_is_counted_per_instance_but_its_own_names_always_come_back() -> None:
+    registry = ToolRegistry(max_tools_per_client=2)
+    registry.admit(registration("a", source="proc"), epoch=1)
+    registry.admit(registration("b", source="proc"), epoch=1)
+    with pytest.raises(RegistrationRefusedError, match="max_tools_per_client"):
+        registry.admit(registration("c", source="proc"), epoch=1)
+    again, is_new, _ = registry.admit(registration("b", source="proc"), epoch=2)
+    assert not is_new and again.info.name == "b"
+    assert registry.sources() == ["proc"]
