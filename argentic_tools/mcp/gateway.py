@@ -37,10 +37,12 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from .. import __version__
 from .._agent.fleet.info import ToolInfo
 from .._agent.manager import ToolManager
+from .._protocol.content import ContentBlock
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from . import _internals
 from .names import McpNames
@@ -255,14 +257,23 @@ class McpGateway:
         return self.mcp_result(params.name, result)
 
     def mcp_result(self, name: str, result: ToolResult) -> types.CallToolResult:
-        """A call's result as MCP carries it: text, and structured content when declared."""
+        """A call's result as MCP carries it.
+
+        The tool's content blocks as MCP blocks (annotations and ``_meta`` with them), or
+        else its value as text; ``structuredContent`` when the tool declares an output
+        schema or returned a structured value (a JSON object).
+        """
         if isinstance(result, TaskErrorMessage):
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=result.error)], is_error=True
             )
         value = result.result
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        content: list[Any] = [types.TextContent(type="text", text=text)]
+        content: list[Any]
+        if result.content is not None:
+            content = [mcp_block(block) for block in result.content]
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            content = [types.TextContent(type="text", text=text)]
         tool = self._listed.get(name)
         if tool is not None and tool.output_schema is not None:
             structured = value if _is_object_schema_of(tool, value) else {RESULT_KEY: value}
@@ -445,6 +456,14 @@ def mcp_tool(info: ToolInfo, names: McpNames) -> types.Tool:
         output_schema=output,
         annotations=types.ToolAnnotations(**hints) if hints else None,
     )
+
+
+_BLOCKS: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
+
+
+def mcp_block(block: ContentBlock) -> types.ContentBlock:
+    """One content block as the MCP SDK's: the same JSON shape, annotations and ``_meta``."""
+    return _BLOCKS.validate_python(block.wire())
 
 
 def _is_object_schema_of(tool: types.Tool, value: Any) -> bool:

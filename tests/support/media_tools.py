@@ -94,7 +94,7 @@ def link() -> ResourceLink:
 
 
 @tool
-def mixed() -> list[Any]:
+def mixed() -> list[Text | Image | ResourceLink | dict[str, int]]:
     """Text, an image, a link, and a plain value among them."""
     return [
         Text("a chart and its source", annotations=Annotations(audience=["assistant"])),
