@@ -58,6 +58,8 @@ def split_output(output: Any) -> tuple[Any, list[ContentBlock] | None]:
 
     """
     if isinstance(output, ToolOutput):
+        if not output.content:
+            return output.value, None
         value = output.value
         if value is None:
             value = rendered(output.content)

@@ -1,8 +1,10 @@
 """Content blocks reach MCP clients as MCP blocks: a tool process returning each block
 type, through ``argentic-tools mcp serve`` over stdio (both protocol eras) and HTTP, read
-by the official MCP Python client."""
+by the official MCP Python client; and the full loop MCP client -> gateway -> MQTT ->
+bridge -> MCP server returns the blocks the server sent, unchanged."""
 
 import base64
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,9 +18,10 @@ import mcp_types as types  # noqa: E402
 from mcp import Client  # noqa: E402
 
 from tests.support.brokers import Mosquitto  # noqa: E402
-from tests.support.gateways import http_gateway, stdio_gateway  # noqa: E402
+from tests.support.gateways import bridged, http_gateway, stdio_gateway  # noqa: E402
+from tests.support.mcp_server import BLOCKS, MEASURED  # noqa: E402
 from tests.support.media_tools import NAMES, TINY_PNG, wav  # noqa: E402
-from tests.support.processes import ToolProcess  # noqa: E402
+from tests.support.processes import ROOT, ToolProcess  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -40,9 +43,7 @@ def media_tools(mosquitto: Mosquitto, media_prefix: str) -> Iterator[ToolProcess
 
 async def check_blocks(client: Client) -> None:
     """What every client, in every era and over every transport, must get."""
-    with anyio.fail_after(20):
-        while not set(NAMES) <= {t.name for t in (await client.list_tools()).tools}:
-            await anyio.sleep(0.05)  # the gateway's manager is still hearing registrations
+    await wait_listed(client, set(NAMES))  # the gateway's manager hears registrations
     image = await client.call_tool("tiny_image", {})
     assert not image.is_error, image
     assert image.content == [
@@ -127,3 +128,26 @@ async def test_the_http_gateway_returns_each_block_type_as_mcp_blocks(
         Client(url) as client,
     ):
         await check_blocks(client)
+
+
+async def wait_listed(client: Client, names: set[str]) -> None:
+    with anyio.fail_after(20):
+        while not names <= {t.name for t in (await client.list_tools()).tools}:
+            await anyio.sleep(0.05)
+
+
+async def test_a_bridged_servers_blocks_reach_an_mcp_client_through_the_gateway_unchanged(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    server = [sys.executable, str(ROOT / "tests" / "support" / "mcp_server.py")]
+    async with (
+        bridged(mosquitto.url, prefix, [*server, "--blocks", "--no-good"]),
+        Client(stdio_gateway(mosquitto.url, prefix)) as client,
+    ):
+        await wait_listed(client, set(BLOCKS))
+        for name, blocks in BLOCKS.items():
+            result = await client.call_tool(name, {})
+            assert not result.is_error, result
+            assert result.content == blocks, name
+        measured = await client.call_tool("measured", {})
+        assert measured.structured_content == MEASURED

@@ -1,14 +1,16 @@
-"""``argentic-tools mcp serve`` as MCP clients reach it in tests: over stdio and over HTTP."""
+"""``argentic-tools mcp serve`` as MCP clients reach it in tests (over stdio and over HTTP),
+and an MCP server bridged onto the bus."""
 
 import contextlib
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import anyio
 from anyio.abc import Process
 from mcp.client.stdio import StdioServerParameters
 
+from argentic_tools.mcp.bridge import McpBridge
 from tests.support.brokers import child_env
 from tests.support.processes import ROOT
 
@@ -61,3 +63,15 @@ async def http_gateway(url: str, prefix: str, *options: str) -> AsyncIterator[tu
         if process.returncode is None:
             process.kill()
         await process.aclose()
+
+
+@contextlib.asynccontextmanager
+async def bridged(url: str, prefix: str, command: Sequence[str]) -> AsyncIterator[McpBridge]:
+    """The MCP server ``command`` bridged onto the broker at ``url``; entered once its tools
+    were offered, left with the bridge and the server stopped."""
+    bridge = McpBridge(url, command=command, topic_prefix=prefix)
+    async with anyio.create_task_group() as group:
+        with anyio.fail_after(60):
+            await group.start(bridge.run)
+        yield bridge
+        group.cancel_scope.cancel()

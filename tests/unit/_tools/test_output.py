@@ -29,6 +29,10 @@ def test_a_tool_output_keeps_its_value_or_renders_its_blocks() -> None:
     )
 
 
+def test_a_tool_output_without_blocks_is_its_value_alone() -> None:
+    assert split_output(ToolOutput(value={"n": 1})) == ({"n": 1}, None)
+
+
 def test_a_value_beside_blocks_that_is_not_json_is_refused() -> None:
     with pytest.raises(TypeError):
         split_output([Text("a"), object()])
