@@ -44,6 +44,15 @@ from ._errors import (
     ValidationError,
 )
 from ._logging import LogLevel
+from ._protocol.content import (
+    Annotations,
+    Audio,
+    ContentBlock,
+    EmbeddedResource,
+    Image,
+    ResourceLink,
+    Text,
+)
 from ._protocol.fleet_messages import (
     ClientOfflineMessage,
     ManagerOnlineMessage,
@@ -78,6 +87,7 @@ from ._protocol.topics import Topics
 from ._telemetry import start_metrics_server
 from ._tools.context import ToolContext
 from ._tools.definition import BaseTool, FunctionTool, tool
+from ._tools.output import ToolOutput
 from ._tools.service import ToolService, serve_main
 from ._transport import BrokerURL, IncomingMessage, Messager
 
@@ -89,6 +99,8 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a sour
 __all__ = [
     "PROTOCOL_VERSION",
     "AllToolsEnabled",
+    "Annotations",
+    "Audio",
     "BaseMessage",
     "BaseTool",
     "BatchProgressCallback",
@@ -97,9 +109,12 @@ __all__ = [
     "BrokerUnavailableError",
     "CallContext",
     "ClientOfflineMessage",
+    "ContentBlock",
     "EmbeddedBroker",
+    "EmbeddedResource",
     "ExportFormat",
     "FunctionTool",
+    "Image",
     "InMemoryRecorder",
     "IncomingMessage",
     "InputValidationError",
@@ -115,6 +130,7 @@ __all__ = [
     "ProtocolError",
     "RegisterToolMessage",
     "RegistrationError",
+    "ResourceLink",
     "SqliteRecorder",
     "StatsRequestMessage",
     "StreamInterruptedError",
@@ -122,6 +138,7 @@ __all__ = [
     "TaskMessage",
     "TaskResultMessage",
     "TaskStatus",
+    "Text",
     "ThreadToolPolicy",
     "ToolCallError",
     "ToolCallRequest",
@@ -136,6 +153,7 @@ __all__ = [
     "ToolNotEnabledError",
     "ToolNotFoundError",
     "ToolOfflineError",
+    "ToolOutput",
     "ToolPartialMessage",
     "ToolPingMessage",
     "ToolPolicy",

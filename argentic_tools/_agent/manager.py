@@ -396,8 +396,9 @@ class ToolManager(AsyncResource):
             user_id: The user, put in ``context``.
 
         Returns:
-            A :class:`TaskResultMessage` on success; otherwise a
-            :class:`TaskErrorMessage` whose ``error`` names the tool and the
+            A :class:`TaskResultMessage` on success (its ``result`` the value, its
+            ``content`` the tool's content blocks, typed, when it returned some);
+            otherwise a :class:`TaskErrorMessage` whose ``error`` names the tool and the
             cause and whose ``error_code`` is one of ``not_found``,
             ``not_enabled``, ``invalid_arguments``, ``invalid_output``,
             ``execution_error``, ``timeout``, ``tool_offline`` or ``cancelled``.

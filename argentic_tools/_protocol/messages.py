@@ -30,6 +30,7 @@ from .._errors import (
     ERROR_CODES,
     ToolExecutionError,
 )
+from .content import ContentBlock, parse_blocks
 
 PROTOCOL_VERSION = 2
 """Version of the extensions this package adds to the Argentic messages.
@@ -154,7 +155,15 @@ class ToolPartialMessage(BaseMessage):
     seq: int
     """Position of this chunk, from 0: the caller yields chunks in this order, once each."""
     chunk: Any = None
-    """The chunk, any JSON value."""
+    """The chunk, any JSON value (for a chunk of blocks, their plain rendering)."""
+    content: list[ContentBlock] | None = None
+    """The chunk's content blocks, in MCP's shapes, when it is a block or a list of them
+    (extension): a block alone when ``chunk`` is a string, a list when it is a list."""
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _known_blocks(cls, value: Any) -> Any:
+        return parse_blocks(value)
 
 
 class TaskMessage(BaseMessage):
@@ -203,7 +212,11 @@ class TaskResultMessage(TaskMessage):
     status: TaskStatus
     """``success`` for a successful call."""
     result: Any = None
-    """What the tool returned."""
+    """What the tool returned: a plain JSON value (for blocks without a value, their plain
+    rendering: a text's text, a short description of an image)."""
+    content: list[ContentBlock] | None = None
+    """The tool's content blocks, in MCP's shapes (extension; None when it returned
+    none). Blocks of a type this version does not know are left out."""
     error: str | None = None
     """Unused for successful results."""
     duration_ms: float | None = None
@@ -217,6 +230,11 @@ class TaskResultMessage(TaskMessage):
     @classmethod
     def _status_any_case(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _known_blocks(cls, value: Any) -> Any:
+        return parse_blocks(value)
 
     @property
     def ok(self) -> bool:
@@ -245,6 +263,8 @@ class TaskErrorMessage(TaskMessage):
     """Time from sending the task to this outcome, in milliseconds."""
     result: Any = None
     """Always empty for errors; present so both result types read alike."""
+    content: list[ContentBlock] | None = None
+    """Always None for errors; present so both result types read alike."""
 
     @field_validator("status", mode="before")
     @classmethod

@@ -22,6 +22,7 @@ from typing import Any
 
 from .._errors import BrokerError, PayloadTooLargeError
 from .._protocol.messages import TaskMessage, ToolPartialMessage, ToolProgressMessage, encode
+from .output import split_output, too_large
 
 logger = logging.getLogger("argentic_tools.tool")
 
@@ -200,18 +201,26 @@ class CallControl:
         with self._lock:
             seq = self.chunks
             self.chunks += 1
-        message = ToolPartialMessage(
-            source=self.source, task_id=self.task_id, tool_id=self.tool_id, seq=seq, chunk=chunk
-        )
         try:
+            chunk, content = split_output(chunk)
+            message = ToolPartialMessage(
+                source=self.source,
+                task_id=self.task_id,
+                tool_id=self.tool_id,
+                seq=seq,
+                chunk=chunk,
+                content=content,
+            )
             data = encode(message)
         except Exception as exc:  # noqa: BLE001 - pydantic's serialisation errors vary
             raise ValueError(f"chunk {seq} is not JSON-serialisable: {exc}") from None
         if len(data) > self.max_payload_bytes:
-            raise ValueError(
-                f"chunk {seq} is {len(data)} bytes, more than the limit of "
-                f"{self.max_payload_bytes} bytes"
+            why = f"chunk {seq} is {len(data):,} bytes, more than the limit of " + (
+                f"{self.max_payload_bytes:,} bytes"
             )
+            if content:
+                why += f" ({too_large(content, len(data), self.max_payload_bytes)})"
+            raise ValueError(why)
         if threading.get_ident() == self._loop_thread:
             self._enqueue(data)
             if len(self._sending) < OUTBOX_LIMIT:

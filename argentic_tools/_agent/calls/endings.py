@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from ..._errors import PayloadTooLargeError
+from ..._protocol.content import blocks_in
 from ..._protocol.encoding import constructed
 from ..._protocol.messages import TaskErrorMessage, TaskResultMessage, TaskStatus, ToolResult
 from ..._protocol.validation import describe_problems
@@ -126,6 +127,9 @@ def assembled(source: str, call: Pending, result: ToolResult) -> ToolResult:
         return broken
     if result.result_in_chunks:
         result.result = watch.collected
+        found = blocks_in(watch.collected)
+        if found is not None:  # chunks that are blocks: the value renders them
+            result.content, result.result = found
         result.result_in_chunks = None
     return result
 

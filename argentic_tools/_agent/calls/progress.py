@@ -188,7 +188,7 @@ class CallWatch:
             seq = message.seq
             if seq < self.delivered or seq in self._held or self.on_chunk is None:
                 return  # delivered already, or a redelivery
-            self._held[seq] = message.chunk
+            self._held[seq] = chunk_of(message)
             while self.delivered in self._held:
                 chunk = self._held.pop(self.delivered)
                 self.collected.append(chunk)
@@ -276,3 +276,11 @@ class CallWatch:
     def missing(self) -> list[int]:
         """Chunks that arrived after a gap, whose predecessors never came."""
         return sorted(self._held)
+
+
+def chunk_of(message: ToolPartialMessage) -> Any:
+    """What a chunk message delivers: its block(s) when it carries some, else its value."""
+    content = message.content
+    if not content:
+        return message.chunk
+    return list(content) if isinstance(message.chunk, list) else content[0]
