@@ -22,7 +22,19 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict
 
-from argentic_tools import BaseTool, ToolContext, ToolError, ToolService, serve_main, tool
+from argentic_tools import (
+    Audio,
+    BaseTool,
+    EmbeddedResource,
+    Image,
+    Text,
+    ToolContext,
+    ToolError,
+    ToolService,
+    serve_main,
+    tool,
+)
+from tests.support.media_tools import png, wav
 
 SIMPLE_TEXT = "This is a simple text response for testing."
 ERROR_TEXT = "This tool intentionally returns an error for testing"
@@ -62,6 +74,42 @@ JSON_SCHEMA_2020_12 = {
 def test_simple_text() -> str:
     """Return a fixed line of text."""
     return SIMPLE_TEXT
+
+
+@tool
+def test_image_content() -> Image:
+    """Return a one-pixel PNG image."""
+    return Image(png(), mime_type="image/png")
+
+
+@tool
+def test_audio_content() -> Audio:
+    """Return a short silent WAV clip."""
+    return Audio(wav(), mime_type="audio/wav")
+
+
+@tool
+def test_embedded_resource() -> EmbeddedResource:
+    """Return a text resource embedded in the result."""
+    return EmbeddedResource(
+        "test://embedded-resource",
+        text="This is an embedded resource content.",
+        mime_type="text/plain",
+    )
+
+
+@tool
+def test_multiple_content_types() -> list[Text | Image | EmbeddedResource]:
+    """Return text, an image and an embedded JSON resource together."""
+    return [
+        Text("Multiple content types test:"),
+        Image(png(), mime_type="image/png"),
+        EmbeddedResource(
+            "test://mixed-content-resource",
+            text=json.dumps({"test": "data", "value": 123}, separators=(",", ":")),
+            mime_type="application/json",
+        ),
+    ]
 
 
 @tool
@@ -141,6 +189,10 @@ class JsonSchema202012Tool(BaseTool):
 
 TOOLS: list[Any] = [
     test_simple_text,
+    test_image_content,
+    test_audio_content,
+    test_embedded_resource,
+    test_multiple_content_types,
     test_error_handling,
     test_tool_with_progress,
     JsonSchema202012Tool(),
