@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 CLI := $(BIN)/argentic-tools
 
-.PHONY: demo test test-cluster lint typecheck pytest bench soak mosquitto chromium clean
+.PHONY: demo test test-cluster test-conformance lint typecheck pytest bench soak mosquitto chromium clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -81,6 +81,12 @@ test-cluster: $(STAMP)
 	@ARGENTIC_TOOLS_CLUSTER_DIR=$$(realpath -m "$${CLUSTER_DIR:-$${TMPDIR:-/tmp}/argentic-cluster}") \
 		$(BIN)/python -m pytest tests/behaviour/cluster -q -s -p no:cacheprovider; \
 		status=$$?; bash scripts/cluster.sh down; exit $$status
+
+## test-conformance: the official MCP conformance suite (Node 22 and the suite installed
+## under .cache/ when missing) against `mcp serve --http`, at both protocol eras, with the
+## baselines in scripts/conformance/ (a scratch report; UPDATE=1 rewrites benchmarks/results/)
+test-conformance: $(STAMP) mosquitto
+	PYTHONPATH=$(CURDIR) $(BIN)/python scripts/conformance.py $(if $(UPDATE),--update-results)
 
 ## bench: side-by-side benchmark against the raw MQTT floor and argentic (a scratch
 ## report; UPDATE=1 rewrites benchmarks/results/)

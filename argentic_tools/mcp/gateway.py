@@ -6,7 +6,8 @@ SDK's low-level server, which suits tools that come and go:
 - ``tools/list`` is the live registry in name order, with MCP-valid names (see
   :mod:`argentic_tools.mcp.names`), schemas and annotations; clients hear
   ``notifications/tools/list_changed`` when the fleet changes (handshake-era
-  clients on their connection, 2026-07-28 clients on ``subscriptions/listen``);
+  clients on their connection, 2026-07-28 clients on ``subscriptions/listen``),
+  so its caching hints tell them not to cache it (``ttlMs`` 0, ``cacheScope`` private);
 - ``tools/call`` goes through ``execute_tool``: invalid arguments and tool
   failures are ``isError`` results the model can read; progress becomes
   ``notifications/progress``; a client's cancellation cancels the handler, which
@@ -64,6 +65,14 @@ DRAIN_SECONDS = 30.0
 QUIET_SECONDS = 0.5
 """How long a stopping gateway waits, after the last call finished, for a client's
 follow-up requests."""
+
+LIST_TTL_MS = 0
+"""How long a client may cache ``tools/list`` (its ``ttlMs``): not at all, the list
+follows the fleet (clients hear ``notifications/tools/list_changed`` when it changes)."""
+
+LIST_CACHE_SCOPE = "private"
+"""Who may share a cached ``tools/list`` (its ``cacheScope``): only the client that asked,
+since a thread's policy (``X-Argentic-Thread``) filters it."""
 
 RESULT_KEY = "result"
 """Where a result that is not a JSON object goes in ``structuredContent``."""
@@ -185,7 +194,9 @@ class McpGateway:
     ) -> types.ListToolsResult:
         self._active()
         self._refresh()
-        return types.ListToolsResult(tools=self._view(_thread_of(ctx)))
+        return types.ListToolsResult(
+            tools=self._view(_thread_of(ctx)), ttl_ms=LIST_TTL_MS, cache_scope=LIST_CACHE_SCOPE
+        )
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self._listed.get(name)
