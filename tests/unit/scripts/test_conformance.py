@@ -105,6 +105,7 @@ def test_each_scenario_gets_a_verdict_from_its_checks_and_the_baseline() -> None
     notes = {o.scenario: o.note for o in outcomes}
     assert notes["server-stateless"] == "no notification"  # the failure not excused
     assert notes["prompts-list"] == "prompts: none"
+    assert notes["caching"] == "prompts-hints: prompts: none"  # which check, and why
     assert runner.unused_entries({**baseline, "ping": "x"}, outcomes) == ["ping"]
 
 
