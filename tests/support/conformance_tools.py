@@ -140,34 +140,6 @@ def test_toggled_tool() -> str:
     return "toggled"
 
 
-class _FleetChange:
-    """Starts, then stops, a second service serving ``test_toggled_tool``."""
-
-    def __init__(self) -> None:
-        self.broker = ""
-        self.topic_prefix: str | None = None
-        self._service: ToolService | None = None
-
-    async def toggle(self) -> str:
-        if self._service is None:
-            service = ToolService(self.broker, [test_toggled_tool], topic_prefix=self.topic_prefix)
-            await service.start()
-            self._service = service
-            return "test_toggled_tool added"
-        service, self._service = self._service, None
-        await service.aclose()
-        return "test_toggled_tool removed"
-
-
-_FLEET_CHANGE = _FleetChange()
-
-
-@tool
-async def test_trigger_tool_change() -> str:
-    """Add ``test_toggled_tool`` to the fleet, or remove it when it is there."""
-    return await _FLEET_CHANGE.toggle()
-
-
 class _AnyArguments(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -187,20 +159,55 @@ class JsonSchema202012Tool(BaseTool):
         return {"received": kwargs}
 
 
-TOOLS: list[Any] = [
-    test_simple_text,
-    test_image_content,
-    test_audio_content,
-    test_embedded_resource,
-    test_multiple_content_types,
-    test_error_handling,
-    test_tool_with_progress,
-    JsonSchema202012Tool(),
-    test_reconnection,
-    test_trigger_tool_change,
-]
+class _NoArguments(BaseModel):
+    pass
 
-TOOL_NAMES = [t.name if isinstance(t, BaseTool) else t.__name__ for t in TOOLS]
+
+class TriggerToolChange(BaseTool):
+    """Adds ``test_toggled_tool`` to the fleet, or removes it when it is there.
+
+    The tool is served by a second service of this process, on the same broker.
+    """
+
+    def __init__(self, broker: str, topic_prefix: str | None) -> None:
+        super().__init__(
+            name="test_trigger_tool_change",
+            manual="Add test_toggled_tool to the fleet, or remove it when it is there.",
+            api="",
+            argument_schema=_NoArguments,
+        )
+        self.broker = broker
+        self.topic_prefix = topic_prefix
+        self._service: ToolService | None = None
+
+    async def _execute(self, **kwargs: Any) -> Any:
+        if self._service is None:
+            service = ToolService(self.broker, [test_toggled_tool], topic_prefix=self.topic_prefix)
+            await service.start()
+            self._service = service
+            return "test_toggled_tool added"
+        service, self._service = self._service, None
+        await service.aclose()
+        return "test_toggled_tool removed"
+
+
+def tools(broker: str, topic_prefix: str | None) -> list[Any]:
+    """The suite's tools, for a process on ``broker`` under ``topic_prefix``."""
+    return [
+        test_simple_text,
+        test_image_content,
+        test_audio_content,
+        test_embedded_resource,
+        test_multiple_content_types,
+        test_error_handling,
+        test_tool_with_progress,
+        JsonSchema202012Tool(),
+        test_reconnection,
+        TriggerToolChange(broker, topic_prefix),
+    ]
+
+
+TOOL_NAMES = [t.name if isinstance(t, BaseTool) else t.__name__ for t in tools("", None)]
 """What the gateway lists once this process serves."""
 
 
@@ -210,8 +217,9 @@ def main(argv: list[str] | None = None) -> None:
     where.add_argument("--broker", default="mqtt://127.0.0.1:1883")
     where.add_argument("--topic-prefix", default=None)
     known, _ = where.parse_known_args(argv)
-    _FLEET_CHANGE.broker, _FLEET_CHANGE.topic_prefix = known.broker, known.topic_prefix
-    serve_main(TOOLS, argv, prog="tests.support.conformance_tools")
+    serve_main(
+        tools(known.broker, known.topic_prefix), argv, prog="tests.support.conformance_tools"
+    )
 
 
 if __name__ == "__main__":
