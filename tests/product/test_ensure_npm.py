@@ -21,14 +21,8 @@ def _run(cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (fake / "npm").write_text(f'#!/bin/sh\necho "$@" >> {cache / "npm-calls"}\nexit 1\n')
     (fake / "npm").chmod(0o755)
     env = {**os.environ, "NPM_CACHE_DIR": str(cache), "PATH": f"{fake}:/usr/bin:/bin"}
-    return subprocess.run(
-        ["/bin/bash", str(SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=30,
-        check=False,
-    )
+    command = ["/bin/bash", str(SCRIPT), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=30)
 
 
 def test_an_installed_package_is_found_again_without_npm(tmp_path: Path) -> None:
