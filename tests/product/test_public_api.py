@@ -49,6 +49,7 @@ PUBLIC_NAMES = [
     "ToolCancelMessage",
     "ToolCancelledError",
     "ToolContext",
+    "ToolCreditMessage",
     "ToolDefinitionError",
     "ToolError",
     "ToolExecutionError",
