@@ -99,7 +99,7 @@ async def test_a_slow_reader_gets_all_100000_chunks_in_order_and_slows_the_tool(
                 assert number(chunk) == seen
                 seen += 1
                 if seen % 20_000 == 0 and seen < COUNT:
-                    # The reader falls behind: it reads on once the tool waits for it.
+                    # The reader falls behind: it reads on only once the tool waits for it.
                     await until_paused(pacing_manager, "many")
     result = stream.result
     assert result is not None and result.ok, result
