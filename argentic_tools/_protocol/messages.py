@@ -32,12 +32,17 @@ from .._errors import (
 )
 from .content import ContentBlock, parse_blocks
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """Version of the extensions this package adds to the Argentic messages.
 
 2 added reply topics (``reply_to``), registrations answered to one manager
 (``MANAGER_ONLINE.inbox``), the tool's connection count on registrations, and
-``TOOL_PING``/``TOOL_PONG``."""
+``TOOL_PING``/``TOOL_PONG``. 3 added streams paced by their reader: a task's
+``stream_window`` and the caller's ``TOOL_CREDIT``."""
+
+STREAM_CREDIT_PROTOCOL = 3
+"""The first protocol version whose tools pace a stream by its reader (``stream_window``,
+``TOOL_CREDIT``): a caller sends neither to older tools."""
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 """Default limit for one MQTT payload, enforced on receive and on send (1 MiB)."""
@@ -115,6 +120,24 @@ class ToolCancelMessage(BaseMessage):
     """Tool the task went to."""
     reason: str | None = None
     """Why, e.g. ``"timed out after 5 s"``."""
+
+
+class ToolCreditMessage(BaseMessage):
+    """How far the reader of a stream has read (published on the tool's call topic).
+
+    Sent by the caller of a task that carries ``stream_window`` (extension): the tool
+    may send chunk ``seq`` once ``seq < read + stream_window``. ``read`` only grows; a
+    grant that arrives late or twice changes nothing. A tool accepts it only from the
+    caller of the task, as it does a ``TOOL_CANCEL``.
+    """
+
+    type: Literal["TOOL_CREDIT"] = "TOOL_CREDIT"
+    task_id: str
+    """Task whose stream is read."""
+    tool_id: str | None = None
+    """Tool the task went to."""
+    read: int = Field(ge=0)
+    """Chunks the reader has taken so far (all the seqs below it)."""
 
 
 class ToolProgressMessage(BaseMessage):
@@ -196,6 +219,11 @@ class TaskMessage(BaseMessage):
     """The caller wants TOOL_PROGRESS reports for this task (extension)."""
     stream: bool | None = None
     """The caller consumes TOOL_PARTIAL chunks as they come (extension)."""
+    stream_window: int | None = Field(default=None, ge=1)
+    """With ``stream``: the caller paces the stream by its reader (extension, protocol 3).
+    The tool sends chunk ``seq`` only once ``seq < read + stream_window``, ``read`` being
+    the latest ``TOOL_CREDIT`` of the caller (0 before any); until then the tool waits.
+    Without it the tool sends as fast as the broker takes the chunks."""
     reply_to: str | None = None
     """Where the caller reads the result, progress and chunks: its own topic below the
     tool's response topic, ``{response_base}/{tool_id}/{inbox}`` (extension; without

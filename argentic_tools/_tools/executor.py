@@ -205,6 +205,8 @@ class TaskExecutor:
                 output = await collect_chunks(running, control)  # a BaseTool that yields
             else:
                 output = await running
+            # Chunks still waiting for the reader's credit go before the result.
+            await control.flushed()
         except ToolError as exc:
             return self._fail(task, exc.message, "execution_error", details=exc.details)
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply

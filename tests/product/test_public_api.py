@@ -56,6 +56,7 @@ PUBLIC_NAMES = [
     "ToolCancelMessage",
     "ToolCancelledError",
     "ToolContext",
+    "ToolCreditMessage",
     "ToolDefinitionError",
     "ToolError",
     "ToolExecutionError",
