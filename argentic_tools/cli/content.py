@@ -19,8 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from .._agent.records.calls_table import TRUNCATED
 from .._protocol import content as blocks
-from .._protocol.content import ContentBlock, plain
+from .._protocol.content import ContentBlock, parse_block, plain
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _EXTENSION = re.compile(r"\.[a-z0-9]{1,8}")
@@ -65,6 +66,33 @@ def block_text(block: ContentBlock) -> str:
         )
         return f"{head}\n{text}"
     return _link_text(block)
+
+
+def shape_text(shape: Any) -> str:
+    """A block as a history keeps it (its wire shape, or a placeholder) as ``call`` prints it.
+
+    A placeholder for a block cut at the history's size cap reads
+    ``[image/png, 48.2 KB, not kept]``; a cut text, its start and ``[... N B, cut]``.
+    """
+    if not isinstance(shape, dict):
+        return str(shape)
+    if not shape.get(TRUNCATED):
+        try:
+            return block_text(parse_block(shape))
+        except ValueError:
+            return f"[{shape.get('type', 'block')}, not readable]"
+    size = size_text(int(shape.get("bytes") or 0))
+    kind = shape.get("type")
+    inner: dict[str, Any] = shape["resource"] if isinstance(shape.get("resource"), dict) else {}
+    text = shape.get("text", inner.get("text"))
+    if text is not None:
+        head = f"[resource {inner.get('uri')}]\n" if kind == "resource" else ""
+        return f"{head}{text}[... {size}, cut]"
+    if kind == "resource":
+        return (
+            f"[resource {inner.get('uri')}, {inner.get('mimeType') or 'binary'}, {size}, not kept]"
+        )
+    return f"[{shape.get('mimeType') or kind}, {size}, not kept]"
 
 
 def _link_text(link: blocks.ResourceLink) -> str:

@@ -1,14 +1,19 @@
 """``argentic-tools history``: the calls a SqliteRecorder kept, as a table or JSON, filtered."""
 
+import base64
 import json
 import time
 from pathlib import Path
 
 import pytest
 
-from argentic_tools import SqliteRecorder
+from argentic_tools import SqliteRecorder, Topics
+from tests.support.brokers import Mosquitto
 from tests.support.cli import one_error_line, run_installed_cli
+from tests.support.clients import manager_for, messager_for
+from tests.support.media_tools import TINY_PNG
 from tests.support.observations import observation
+from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -70,3 +75,32 @@ async def test_history_of_a_file_that_is_not_a_history_exits_2_with_one_line(
 
     assert completed.returncode == 2
     assert "cannot be read as a call history" in one_error_line(completed)
+
+
+async def test_history_shows_a_real_calls_content_blocks_as_call_prints_them_within_the_cap(
+    mosquitto: Mosquitto, prefix: str, topics: Topics, tmp_path: Path
+) -> None:
+    path = tmp_path / "media.db"
+    async with (
+        ToolProcess("tests.support.media_tools", mosquitto.url, prefix),
+        SqliteRecorder(path) as recorder,
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, recorder=recorder, default_timeout=20) as manager,
+    ):
+        await manager.wait_for_tool("big_image", timeout=30)
+        for name, arguments in (("mixed", {}), ("big_image", {"size": 100_000})):
+            assert (await manager.execute_tool(name, arguments)).ok
+        await manager.flush_observations()
+    table = await run_installed_cli("history", "--history", str(path))
+    assert table.returncode == 0, table.stderr
+    text = table.stdout.decode()
+    assert "Content" in text
+    assert f"[image/png, {len(TINY_PNG)} B]" in text  # kept whole: it fits the 16 KiB cap
+    assert "[link chart.csv: file:///chart.csv]" in text
+    assert "[image/png, 100.0 KB, not kept]" in text  # past the cap: its type and size
+    as_json = await run_installed_cli("history", "--history", str(path), "--json")
+    calls = {call["tool_name"]: call for call in json.loads(as_json.stdout)}
+    assert calls["big_image"]["content"] == [
+        {"type": "image", "mimeType": "image/png", "__truncated__": True, "bytes": 100_000}
+    ]
+    assert calls["mixed"]["content"][1]["data"] == base64.b64encode(TINY_PNG).decode()

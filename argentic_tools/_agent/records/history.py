@@ -48,7 +48,16 @@ from pathlib import Path
 from typing import Any
 
 from ..._lifecycle import AsyncResource
-from .calls_table import BUSY_TIMEOUT_MS, INSERT, SCHEMA, TRUNCATED, read_calls
+from .calls_table import (
+    BUSY_TIMEOUT_MS,
+    CONTENT_COLUMN,
+    INSERT,
+    SCHEMA,
+    TRUNCATED,
+    has_content_column,
+    read_calls,
+)
+from .kept_content import kept_content
 from .observations import Observation
 
 logger = logging.getLogger("argentic_tools.history")
@@ -160,10 +169,11 @@ class SqliteRecorder(AsyncResource):
     disk: a thread with its own connection writes each batch in one transaction.
     The table ``calls`` has a column per :class:`~argentic_tools.Observation` field
     (``ended_at`` is its ``timestamp``; ``started_at`` is that minus the duration),
-    arguments and results as JSON text, and indexes by tool, thread, status and
-    time. Old rows are deleted every tenth of ``max_rows`` rows written, every
-    minute, and when the recorder closes, never row by row; between trims the table
-    may hold that tenth more.
+    arguments, results and content blocks as JSON text (a file from before content
+    blocks gets the ``content`` column when a recorder opens it), and indexes by
+    tool, thread, status and time. Old rows are deleted every tenth of ``max_rows``
+    rows written, every minute, and when the recorder closes, never row by row;
+    between trims the table may hold that tenth more.
 
     A batch that cannot be written (a read-only file, a full disk) is dropped and
     counted in :attr:`dropped`; calls go on as before. The first such failure is
@@ -185,6 +195,9 @@ class SqliteRecorder(AsyncResource):
         max_argument_bytes: Arguments and results longer than this as JSON (in UTF-8
             bytes) are replaced by ``{"__truncated__": true, "bytes": N, "preview":
             "<the JSON text, cut>"}``, in this many bytes; longer error messages are cut.
+            A result's content blocks are kept within as many bytes: whole while they
+            fit, then as placeholders with their type and size (an image's data is
+            never kept past it; see :mod:`~argentic_tools._agent.records.kept_content`).
         batch_size: Rows written in one transaction at most.
         flush_interval: Seconds an observation may wait for others to fill its batch.
         max_pending: Observations queued for the writer at most; beyond that, while
@@ -369,6 +382,9 @@ class SqliteRecorder(AsyncResource):
                 logger.warning("the call history at %s is not in WAL mode (%s)", self.path, mode)
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.executescript(SCHEMA)
+            if not has_content_column(connection):
+                with contextlib.suppress(sqlite3.OperationalError):  # another writer added it
+                    connection.execute(CONTENT_COLUMN)
         except BaseException:
             connection.close()
             raise
@@ -501,6 +517,7 @@ class SqliteRecorder(AsyncResource):
             ended,
             self._json(observation.arguments),
             self._json(observation.result),
+            self._content(observation.content),
         )
 
     def _json(self, value: Any) -> str | None:
@@ -519,6 +536,11 @@ class SqliteRecorder(AsyncResource):
             if excess <= 0 or not preview:
                 return cut
             preview = preview[: max(0, len(preview) - excess)]
+
+    def _content(self, content: list[dict[str, Any]] | None) -> str | None:
+        if content is None:
+            return None
+        return self._encode(kept_content(content, self.max_argument_bytes))
 
     def _cut(self, text: str) -> str:
         encoded = text.encode()

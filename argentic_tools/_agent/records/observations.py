@@ -40,6 +40,10 @@ class Observation:
     result: Any = None
     error: str | None = None
     timestamp: float = 0.0
+    content: list[dict[str, Any]] | None = None
+    """The result's content blocks in MCP's JSON shapes (binary data in base64); None
+    when it had none. A history keeps them within its size cap (see
+    :mod:`~argentic_tools._agent.records.kept_content`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The observation as a JSON-ready dictionary."""
@@ -146,4 +150,5 @@ def observation_of(result: "ToolResult", context: "CallContext | None") -> Obser
         result=None if error else result.result,
         error=error.error if error else None,
         timestamp=time.time(),
+        content=None if error or not result.content else [b.wire() for b in result.content],
     )
