@@ -614,6 +614,13 @@ def plain(block: ContentBlock) -> str:
     return text if block.description is None else f"{text} {block.description}"
 
 
+def rendered(content: Sequence[ContentBlock]) -> Any:
+    """The plain value of blocks given without one: one block's :func:`plain`, or a list."""
+    if len(content) == 1:
+        return plain(content[0])
+    return [plain(block) for block in content]
+
+
 def _sniffed(data: bytes) -> str | None:
     for signature, offset, mime_type in _SIGNATURES:
         if data[offset : offset + len(signature)] == signature:

@@ -15,7 +15,16 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .._protocol.content import Audio, ContentBlock, Image, as_block, blocks_in, is_block, plain
+from .._protocol.content import (
+    Audio,
+    ContentBlock,
+    Image,
+    as_block,
+    blocks_in,
+    is_block,
+    plain,
+    rendered,
+)
 
 
 class ToolOutput:
@@ -72,13 +81,6 @@ def split_output(output: Any) -> tuple[Any, list[ContentBlock] | None]:
             content, value = found
             return value, content
     return output, None
-
-
-def rendered(content: list[ContentBlock]) -> Any:
-    """The plain value of blocks given without one: one block's text, or a list of them."""
-    if len(content) == 1:
-        return plain(content[0])
-    return [plain(block) for block in content]
 
 
 def too_large(content: list[ContentBlock], size: int, limit: int) -> str:

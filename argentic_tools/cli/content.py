@@ -71,28 +71,39 @@ def block_text(block: ContentBlock) -> str:
 def shape_text(shape: Any) -> str:
     """A block as a history keeps it (its wire shape, or a placeholder) as ``call`` prints it.
 
-    A placeholder for a block cut at the history's size cap reads
-    ``[image/png, 48.2 KB, not kept]``; a cut text, its start and ``[... N B, cut]``.
+    A block whose data was left out at the history's size cap reads
+    ``[image/png, 48.2 KB, not kept]``.
     """
     if not isinstance(shape, dict):
         return str(shape)
-    if not shape.get(TRUNCATED):
-        try:
-            return block_text(parse_block(shape))
-        except ValueError:
-            return f"[{shape.get('type', 'block')}, not readable]"
-    size = size_text(int(shape.get("bytes") or 0))
-    kind = shape.get("type")
-    inner: dict[str, Any] = shape["resource"] if isinstance(shape.get("resource"), dict) else {}
-    text = shape.get("text", inner.get("text"))
-    if text is not None:
-        head = f"[resource {inner.get('uri')}]\n" if kind == "resource" else ""
-        return f"{head}{text}[... {size}, cut]"
-    if kind == "resource":
-        return (
-            f"[resource {inner.get('uri')}, {inner.get('mimeType') or 'binary'}, {size}, not kept]"
-        )
-    return f"[{shape.get('mimeType') or kind}, {size}, not kept]"
+    inner = shape.get("resource")
+    if isinstance(inner, dict) and inner.get(TRUNCATED):
+        kind = inner.get("mimeType") or "binary"
+        return f"[resource {inner.get('uri')}, {kind}, {_size_of(inner)}, not kept]"
+    if shape.get(TRUNCATED):
+        return f"[{shape.get('mimeType') or shape.get('type')}, {_size_of(shape)}, not kept]"
+    try:
+        return block_text(parse_block(shape))
+    except ValueError:
+        return f"[{shape.get('type', 'block')}, not readable]"
+
+
+def content_lines(content: Any) -> str:
+    """A history's ``content`` as ``call`` prints blocks, one after the other.
+
+    ``content`` is a list of blocks, or the marker of a list too large to keep even
+    without its binary data (``{"__truncated__": true, "bytes": N, ...}``).
+    """
+    if isinstance(content, dict) and content.get(TRUNCATED):
+        return f"[content blocks, {_size_of(content)}, not kept]"
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(shape_text(shape) for shape in content)
+
+
+def _size_of(marker: dict[str, Any]) -> str:
+    size = marker.get("bytes")
+    return size_text(size) if isinstance(size, int) else "size unknown"
 
 
 def _link_text(link: blocks.ResourceLink) -> str:

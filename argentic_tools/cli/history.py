@@ -21,7 +21,7 @@ from .._agent.records.observations import Observation
 from .._protocol.messages import SUCCESS_STATUSES
 from .commands import print_json
 from .common import EXIT_OK, CliError, print_wide, stderr
-from .content import shape_text
+from .content import content_lines
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
@@ -96,7 +96,7 @@ def calls_table(calls: list[Observation], title: str) -> Table:
         )
     for call in calls:
         # Text, not a string: a string cell is read as markup, and [image/png, ...] with it.
-        content = [Text("\n".join(shape_text(shape) for shape in call.content or ()))]
+        content = [Text(content_lines(call.content))]
         ok = call.status in _SUCCESSES
         outcome = call.status
         if call.error_code and call.error_code != call.status:

@@ -5,6 +5,7 @@ gets the plain value."""
 import base64
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -15,6 +16,7 @@ from argentic_tools import (
     EmbeddedResource,
     Image,
     ResourceLink,
+    SqliteRecorder,
     TaskErrorMessage,
     TaskResultMessage,
     Text,
@@ -25,6 +27,7 @@ from argentic_tools import (
 )
 from tests.support import media_tools
 from tests.support.brokers import Mosquitto
+from tests.support.clients import manager_for, messager_for
 from tests.support.media_tools import NAMES, TINY_PNG, png, wav
 from tests.support.observers import spy_on_results
 from tests.support.processes import ToolProcess
@@ -188,3 +191,32 @@ async def test_an_argentic_manager_gets_the_plain_value_of_blocks(
         image = await their_manager.execute_tool("tiny_image", {})
         assert image.status == ArgenticStatus.SUCCESS
         assert image.result == f"[image: image/png, {len(TINY_PNG)} bytes]"
+
+
+async def test_the_call_history_keeps_the_blocks_within_its_cap(
+    mosquitto: Mosquitto, prefix: str, topics: Topics, tmp_path: Path
+) -> None:
+    path = tmp_path / "calls.db"
+    async with (
+        ToolProcess("tests.support.media_tools", mosquitto.url, prefix),
+        SqliteRecorder(path, max_argument_bytes=1024) as recorder,
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, recorder=recorder) as manager,
+    ):
+        await manager.wait_for_tool("big_image", timeout=20)
+        await manager.wait_for_tool("mixed", timeout=20)
+        success(await manager.execute_tool("mixed", {}))
+        success(await manager.execute_tool("big_image", {"size": 100_000}))
+        await manager.flush_observations()
+        await recorder.flush()
+    rows = {row.tool_name: row for row in SqliteRecorder(path).query()}
+    mixed = rows["mixed"].content or []
+    assert [block["type"] for block in mixed] == ["text", "image", "resource_link", "text"]
+    assert mixed[1]["data"] == base64.b64encode(TINY_PNG).decode()  # small: kept whole
+    (big,) = rows["big_image"].content or []
+    assert big == {
+        "type": "image",
+        "mimeType": "image/png",
+        "__truncated__": True,
+        "bytes": 100_000,
+    }

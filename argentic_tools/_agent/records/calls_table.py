@@ -47,9 +47,6 @@ CREATE INDEX IF NOT EXISTS calls_by_status ON calls (status, ended_at);
 COMMIT;
 """
 
-CONTENT_COLUMN = "ALTER TABLE calls ADD COLUMN content TEXT"
-"""What a history file written before content blocks needs (its rows get NULL)."""
-
 INSERT = (
     "INSERT INTO calls (call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, "
     "error_code, error, duration_ms, started_at, ended_at, arguments, result, content) "
@@ -62,10 +59,19 @@ SELECT = (
 )
 
 
-def has_content_column(connection: sqlite3.Connection) -> bool:
-    """Whether the file's table has the ``content`` column (files written before lack it)."""
-    columns = connection.execute("PRAGMA table_info(calls)").fetchall()
-    return any(column[1] == "content" for column in columns)
+def add_content_column(connection: sqlite3.Connection) -> None:
+    """Give a history written before content blocks its ``content`` column."""
+    if "content" in _columns(connection):
+        return
+    try:
+        connection.execute("ALTER TABLE calls ADD COLUMN content TEXT")
+    except sqlite3.OperationalError as exc:
+        if "duplicate column" not in str(exc):  # another process added it just now
+            raise
+
+
+def _columns(connection: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in connection.execute("PRAGMA table_info(calls)")}
 
 
 def read_calls(
@@ -123,7 +129,8 @@ def read_calls(
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
-            content = "content" if has_content_column(connection) else "NULL"
+            # A history written before content blocks has no content column.
+            content = "content" if "content" in _columns(connection) else "NULL"
             sql = f"{SELECT.format(content=content)}{where} ORDER BY ended_at DESC, id DESC LIMIT ?"
             rows = connection.execute(sql, parameters).fetchall()
         finally:

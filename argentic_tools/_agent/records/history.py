@@ -50,14 +50,12 @@ from typing import Any
 from ..._lifecycle import AsyncResource
 from .calls_table import (
     BUSY_TIMEOUT_MS,
-    CONTENT_COLUMN,
     INSERT,
     SCHEMA,
     TRUNCATED,
-    has_content_column,
+    add_content_column,
     read_calls,
 )
-from .kept_content import kept_content
 from .observations import Observation
 
 logger = logging.getLogger("argentic_tools.history")
@@ -169,11 +167,10 @@ class SqliteRecorder(AsyncResource):
     disk: a thread with its own connection writes each batch in one transaction.
     The table ``calls`` has a column per :class:`~argentic_tools.Observation` field
     (``ended_at`` is its ``timestamp``; ``started_at`` is that minus the duration),
-    arguments, results and content blocks as JSON text (a file from before content
-    blocks gets the ``content`` column when a recorder opens it), and indexes by
-    tool, thread, status and time. Old rows are deleted every tenth of ``max_rows``
-    rows written, every minute, and when the recorder closes, never row by row;
-    between trims the table may hold that tenth more.
+    arguments and results as JSON text, and indexes by tool, thread, status and
+    time. Old rows are deleted every tenth of ``max_rows`` rows written, every
+    minute, and when the recorder closes, never row by row; between trims the table
+    may hold that tenth more.
 
     A batch that cannot be written (a read-only file, a full disk) is dropped and
     counted in :attr:`dropped`; calls go on as before. The first such failure is
@@ -195,9 +192,6 @@ class SqliteRecorder(AsyncResource):
         max_argument_bytes: Arguments and results longer than this as JSON (in UTF-8
             bytes) are replaced by ``{"__truncated__": true, "bytes": N, "preview":
             "<the JSON text, cut>"}``, in this many bytes; longer error messages are cut.
-            A result's content blocks are kept within as many bytes: whole while they
-            fit, then as placeholders with their type and size (an image's data is
-            never kept past it; see :mod:`~argentic_tools._agent.records.kept_content`).
         batch_size: Rows written in one transaction at most.
         flush_interval: Seconds an observation may wait for others to fill its batch.
         max_pending: Observations queued for the writer at most; beyond that, while
@@ -382,9 +376,7 @@ class SqliteRecorder(AsyncResource):
                 logger.warning("the call history at %s is not in WAL mode (%s)", self.path, mode)
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.executescript(SCHEMA)
-            if not has_content_column(connection):
-                with contextlib.suppress(sqlite3.OperationalError):  # another writer added it
-                    connection.execute(CONTENT_COLUMN)
+            add_content_column(connection)
         except BaseException:
             connection.close()
             raise
@@ -520,11 +512,28 @@ class SqliteRecorder(AsyncResource):
             self._content(observation.content),
         )
 
+    def _content(self, blocks: list[dict[str, Any]] | None) -> str | None:
+        """Content blocks as JSON within the cap: the largest binary data goes first."""
+        if blocks is None:
+            return None
+        text = self._encode(blocks)
+        if _size(text) <= self.max_argument_bytes:
+            return text
+        kept = [dict(block) for block in blocks]
+        binaries = sorted(
+            (len(_binary(block) or ""), index) for index, block in enumerate(kept) if _binary(block)
+        )
+        while binaries and _size(text) > self.max_argument_bytes:
+            _, index = binaries.pop()
+            kept[index] = _without_data(kept[index])
+            text = self._encode(kept)
+        return self._json(kept)
+
     def _json(self, value: Any) -> str | None:
         if value is None:
             return None
         text = self._encode(value)
-        size = len(text) if text.isascii() else len(text.encode())
+        size = _size(text)
         if size <= self.max_argument_bytes:
             return text
         preview = text.encode()[: self.max_argument_bytes].decode(errors="ignore")
@@ -536,11 +545,6 @@ class SqliteRecorder(AsyncResource):
             if excess <= 0 or not preview:
                 return cut
             preview = preview[: max(0, len(preview) - excess)]
-
-    def _content(self, content: list[dict[str, Any]] | None) -> str | None:
-        if content is None:
-            return None
-        return self._encode(kept_content(content, self.max_argument_bytes))
 
     def _cut(self, text: str) -> str:
         encoded = text.encode()
@@ -571,6 +575,29 @@ class SqliteRecorder(AsyncResource):
             until=until,
             limit=limit,
         )
+
+
+def _size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8."""
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def _binary(block: dict[str, Any]) -> str | None:
+    """A block's base64 data (an image's or audio's ``data``, a resource's ``blob``)."""
+    resource = block.get("resource")
+    data = resource.get("blob") if isinstance(resource, dict) else block.get("data")
+    return data if isinstance(data, str) else None
+
+
+def _without_data(block: dict[str, Any]) -> dict[str, Any]:
+    """The block with its binary data replaced by its size."""
+    size = len((_binary(block) or "").rstrip("=")) * 3 // 4
+    resource = block.get("resource")
+    if isinstance(resource, dict):
+        inner = {key: value for key, value in resource.items() if key != "blob"}
+        return {**block, "resource": {**inner, TRUNCATED: True, "bytes": size}}
+    stripped = {key: value for key, value in block.items() if key != "data"}
+    return {**stripped, TRUNCATED: True, "bytes": size}
 
 
 def _text(value: Any) -> str | None:

@@ -7,6 +7,7 @@ import pytest
 from argentic_tools import Audio, ContentBlock, EmbeddedResource, Image, ResourceLink, Text
 from argentic_tools.cli.content import (
     block_text,
+    content_lines,
     content_text,
     extension,
     renders,
@@ -67,3 +68,18 @@ def test_saved_files_are_named_by_the_command_never_by_the_tools_data(tmp_path: 
     assert written[0].read_bytes() == b"\x00\x01"
     with pytest.raises(FileExistsError):  # never overwritten
         save_content(blocks, tmp_path / "new", "../../evil tool", "ab/cd..ef")
+
+
+def test_a_historys_blocks_and_placeholders_print_as_call_prints_blocks() -> None:
+    image = {"type": "image", "mimeType": "image/png", "__truncated__": True, "bytes": 48_213}
+    blob = {
+        "type": "resource",
+        "resource": {"uri": "file:///a.zip", "__truncated__": True, "bytes": 2_000_000},
+    }
+    assert content_lines([Text("kept").wire(), image, blob]) == (
+        "kept\n[image/png, 48.2 KB, not kept]\n[resource file:///a.zip, binary, 2.0 MB, not kept]"
+    )
+    assert content_lines({"__truncated__": True, "bytes": 20_000, "preview": "[{"}) == (
+        "[content blocks, 20.0 KB, not kept]"
+    )
+    assert content_lines(None) == ""

@@ -16,7 +16,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from argentic_tools import Image, SqliteRecorder, Text
+from argentic_tools import Annotations, EmbeddedResource, Image, SqliteRecorder, Text
 from argentic_tools._agent.records import calls_table, history
 from tests.support.observations import observation
 
@@ -152,53 +152,55 @@ async def test_arguments_and_results_past_the_cap_are_stored_cut_with_a_marker(
     assert rows["task-2"].arguments == {"text": "small"}
 
 
-async def test_content_blocks_are_kept_within_the_cap_and_large_data_as_its_type_and_size(
+async def test_content_blocks_are_kept_and_their_largest_binary_data_elided_past_the_cap(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "calls.db"
-    image = Image(b"\x89PNG\r\n\x1a\n" + bytes(200_000))
-    small = Image(b"GIF89a", mime_type="image/gif")
+    small = [Image(b"\x89PNG\r\n\x1a\n").wire(), Text("a caption").wire()]
+    large = [
+        Text("two pictures").wire(),
+        Image(b"\x89PNG\r\n\x1a\n" + b"\x00" * 3000, annotations=Annotations(priority=1)).wire(),
+        EmbeddedResource("file:///a.bin", blob=b"\x01" * 200).wire(),
+    ]
     async with SqliteRecorder(path, max_argument_bytes=1024) as recorder:
-        content = [Text("a chart").wire(), image.wire(), small.wire()]
-        recorder.record(observation(1, content=content))
-        recorder.record(observation(2))
+        recorder.record(observation(1, content=small))
+        recorder.record(observation(2, content=large))
+        recorder.record(observation(3))
 
     rows = {row.task_id: row for row in SqliteRecorder(path).query()}
+    assert rows["task-1"].content == small
+    text, image, resource = rows["task-2"].content or []
+    assert text == large[0]
+    assert image == {
+        "type": "image",
+        "mimeType": "image/png",
+        "annotations": {"priority": 1.0},
+        "__truncated__": True,
+        "bytes": 3008,
+    }
+    assert resource == large[2]  # the smaller data fits once the image's is gone
+    assert rows["task-3"].content is None
 
-    assert rows["task-1"].content == [
-        {"type": "text", "text": "a chart"},
-        {"type": "image", "mimeType": "image/png", "__truncated__": True, "bytes": 200_008},
-        small.wire(),
-    ]
-    assert rows["task-2"].content is None
-    with contextlib.closing(sqlite3.connect(path)) as connection:
-        [(stored,)] = connection.execute("SELECT max(length(content)) FROM calls").fetchall()
-    assert stored <= 1024
 
-
-async def test_a_history_from_before_content_blocks_is_read_and_gets_the_column(
+async def test_a_history_written_before_content_blocks_is_read_and_extended(
     tmp_path: Path,
 ) -> None:
-    path = tmp_path / "old.db"
-    old_schema = calls_table.SCHEMA.replace(
-        "    result TEXT,\n    content TEXT\n", "    result TEXT\n"
-    )
+    path = tmp_path / "calls.db"
+    old_schema = calls_table.SCHEMA.replace(",\n    content TEXT", "")
     assert old_schema != calls_table.SCHEMA
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
         connection.executescript(old_schema)
         connection.execute(
-            "INSERT INTO calls (task_id, tool_name, status, duration_ms, started_at, ended_at) "
-            "VALUES ('old', 'a', 'success', 1.0, ?, ?)",
-            (time.time() - 60, time.time() - 60),
+            "INSERT INTO calls (task_id, tool_name, status, duration_ms, started_at, ended_at, "
+            "result) VALUES ('old', 'a', 'success', 1, ?, ?, '5')",
+            (time.time(), time.time()),
         )
-    [old] = SqliteRecorder(path).query()
-    assert (old.task_id, old.content) == ("old", None)
+    (old,) = SqliteRecorder(path).query()
+    assert (old.result, old.content) == (5, None)
     async with SqliteRecorder(path) as recorder:
         recorder.record(observation(1, content=[Text("new").wire()]))
-    assert [row.content for row in SqliteRecorder(path).query()] == [
-        [{"type": "text", "text": "new"}],
-        None,
-    ]
+    new, _ = SqliteRecorder(path).query()
+    assert new.content == [{"type": "text", "text": "new"}]
 
 
 async def test_a_recorder_never_closed_writes_its_queue_when_the_interpreter_exits(
