@@ -7,13 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from argentic_tools import SqliteRecorder, Topics
-from tests.support.brokers import Mosquitto
+from argentic_tools import Image, ResourceLink, SqliteRecorder, Text
 from tests.support.cli import one_error_line, run_installed_cli
-from tests.support.clients import manager_for, messager_for
 from tests.support.media_tools import TINY_PNG
 from tests.support.observations import observation
-from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -77,25 +74,20 @@ async def test_history_of_a_file_that_is_not_a_history_exits_2_with_one_line(
     assert "cannot be read as a call history" in one_error_line(completed)
 
 
-async def test_history_shows_a_real_calls_content_blocks_as_call_prints_them_within_the_cap(
-    mosquitto: Mosquitto, prefix: str, topics: Topics, tmp_path: Path
+async def test_history_shows_content_blocks_as_call_prints_them_and_large_data_as_its_size(
+    tmp_path: Path,
 ) -> None:
     path = tmp_path / "media.db"
-    async with (
-        ToolProcess("tests.support.media_tools", mosquitto.url, prefix),
-        SqliteRecorder(path) as recorder,
-        messager_for(mosquitto.url, topics) as messager,
-        manager_for(messager, topics, recorder=recorder, default_timeout=20) as manager,
-    ):
-        await manager.wait_for_tool("big_image", timeout=30)
-        for name, arguments in (("mixed", {}), ("big_image", {"size": 100_000})):
-            assert (await manager.execute_tool(name, arguments)).ok
-        await manager.flush_observations()
+    mixed = [Text("a chart"), Image(TINY_PNG), ResourceLink("file:///chart.csv", "chart.csv")]
+    large = Image(TINY_PNG + bytes(100_000 - len(TINY_PNG)))
+    async with SqliteRecorder(path) as recorder:  # a 16 KiB cap
+        recorder.record(observation(1, tool_name="mixed", content=[b.wire() for b in mixed]))
+        recorder.record(observation(2, tool_name="big_image", content=[large.wire()]))
     table = await run_installed_cli("history", "--history", str(path))
     assert table.returncode == 0, table.stderr
     text = table.stdout.decode()
     assert "Content" in text
-    assert f"[image/png, {len(TINY_PNG)} B]" in text  # kept whole: it fits the 16 KiB cap
+    assert f"[image/png, {len(TINY_PNG)} B]" in text  # kept whole: it fits the cap
     assert "[link chart.csv: file:///chart.csv]" in text
     assert "[image/png, 100.0 KB, not kept]" in text  # past the cap: its type and size
     as_json = await run_installed_cli("history", "--history", str(path), "--json")
