@@ -123,6 +123,17 @@ def big_image(size: int) -> Image:
     return Image(TINY_PNG + b"\x00" * max(size - len(TINY_PNG), 0), mime_type="image/png")
 
 
+HTML = '<img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script><b>bold?</b>'
+"""Markup a page must show as text, never run."""
+
+
+@tool
+def html_note() -> list[Text | Image]:
+    """A text block holding HTML that must stay text, and an SVG with a script in it."""
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>window.pwned = 3</script></svg>'
+    return [Text(HTML), Image(svg, mime_type="image/svg+xml")]
+
+
 class NoArguments(BaseModel):
     """No arguments."""
 
@@ -137,7 +148,19 @@ class Speaker(BaseTool):
         return [Text("silence:"), Audio(wav())]
 
 
-TOOLS: list[Any] = [tiny_image, beep, notes, blob, link, mixed, chart, frames, big_image, Speaker]
+TOOLS: list[Any] = [
+    tiny_image,
+    beep,
+    notes,
+    blob,
+    link,
+    mixed,
+    chart,
+    frames,
+    big_image,
+    html_note,
+    Speaker,
+]
 NAMES = ("tiny_image", "beep", "notes", "blob", "link", "mixed", "chart", "frames", "big_image")
 
 
