@@ -20,6 +20,7 @@ knows nothing of blocks, finds in ``result``.
 """
 
 import base64
+import itertools
 import json
 import mimetypes
 import os
@@ -628,9 +629,21 @@ def _sniffed(data: bytes) -> str | None:
     return None
 
 
+_BLOCK_CLASSES = frozenset(BLOCK_TYPES)
+_JSON_TYPES = frozenset({str, int, float, bool, type(None), dict, list, tuple})
+_SEQUENCES = frozenset({list, tuple})
+_SCALARS = _JSON_TYPES - _SEQUENCES
+
+
 def is_block(value: Any) -> bool:
-    """True for a content block."""
-    return isinstance(value, BLOCK_TYPES)
+    """True for a content block.
+
+    Every result passes here: JSON values and blocks are told apart by their exact type
+    (isinstance against pydantic models costs ~0.8 µs, 50 times more); a subclass of a
+    block still counts.
+    """
+    kind = type(value)
+    return kind in _BLOCK_CLASSES or (kind not in _JSON_TYPES and isinstance(value, _Block))
 
 
 def as_block(value: Any) -> ContentBlock:
@@ -642,8 +655,8 @@ def as_block(value: Any) -> ContentBlock:
         TypeError: ``value`` cannot be written as JSON.
 
     """
-    if isinstance(value, BLOCK_TYPES):
-        return value
+    if is_block(value):
+        return value  # type: ignore[no-any-return]
     if isinstance(value, str):
         return Text(value)
     return Text(json.dumps(value, ensure_ascii=False))
@@ -660,12 +673,12 @@ def blocks_in(items: Sequence[Any]) -> tuple[list[ContentBlock], list[Any]] | No
         TypeError: A value beside the blocks cannot be written as JSON.
 
     """
-    if not any(_holds_blocks(item) for item in items):
+    if not _any_block(items):
         return None
     content: list[ContentBlock] = []
     value: list[Any] = []
     for item in items:
-        if isinstance(item, list | tuple) and _holds_blocks(item):
+        if type(item) in (list, tuple) and _holds_blocks(item):
             content.extend(as_block(part) for part in item)
             value.append([plain(part) if is_block(part) else part for part in item])
         else:
@@ -674,7 +687,32 @@ def blocks_in(items: Sequence[Any]) -> tuple[list[ContentBlock], list[Any]] | No
     return content, value
 
 
-def _holds_blocks(item: Any) -> bool:
-    if isinstance(item, BLOCK_TYPES):
+def _any_block(items: Sequence[Any]) -> bool:
+    """Whether ``items``, or a list or tuple among them, holds a block.
+
+    Every list a tool returns is checked, so the types are gathered at C speed
+    (``set(map(type, ...))``): a list of 1,000 plain values costs tens of µs, not the
+    milliseconds of one isinstance per item.
+    """
+    kinds = set(map(type, items))
+    if kinds & _BLOCK_CLASSES:
         return True
-    return isinstance(item, list | tuple) and any(isinstance(part, BLOCK_TYPES) for part in item)
+    if kinds <= _SCALARS:
+        return False
+    nested = list(itertools.compress(items, map(_SEQUENCES.__contains__, map(type, items))))
+    inner = set(map(type, itertools.chain.from_iterable(nested)))
+    if inner & _BLOCK_CLASSES:
+        return True
+    unknown = (kinds | inner) - _JSON_TYPES
+    if not unknown:
+        return False
+    # A type that is neither JSON nor a block: maybe a block's subclass.
+    candidates = itertools.chain(items, itertools.chain.from_iterable(nested))
+    return any(type(item) in unknown and is_block(item) for item in candidates)
+
+
+def _holds_blocks(item: Any) -> bool:
+    if is_block(item):
+        return True
+    kind = type(item)
+    return (kind is list or kind is tuple) and any(is_block(part) for part in item)

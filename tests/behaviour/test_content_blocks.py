@@ -135,7 +135,7 @@ async def test_blocks_travel_in_mcp_shapes_without_null_noise(
     assert isinstance(message["result"], str)
 
 
-async def test_a_generator_streams_blocks_and_ends_with_them_as_content(
+async def test_generators_stream_blocks_and_end_with_them_as_content(
     manager: ToolManager, media: None
 ) -> None:
     chunks = []
@@ -153,6 +153,13 @@ async def test_a_generator_streams_blocks_and_ends_with_them_as_content(
 
     collected = success(await manager.execute_tool("frames", {"count": 2}))
     assert collected.content == expected[:2]
+
+    pages = [Text(f"page {n}", annotations=Annotations(priority=n / 2)) for n in (0, 1)]
+    async with manager.stream_tool("pages", {"count": 2}) as stream:
+        assert [chunk async for chunk in stream] == pages
+    assert stream.result is not None
+    assert success(stream.result).result == ["page 0", "page 1"]
+    assert success(await manager.execute_tool("pages", {"count": 2})).content == pages
 
 
 async def test_an_image_over_the_payload_limit_ends_the_call_with_an_error_naming_tool_and_size(

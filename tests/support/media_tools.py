@@ -7,7 +7,7 @@ blocks, a class-based tool, and an image as large as asked (for the payload limi
 import struct
 import sys
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from pydantic import BaseModel
@@ -118,6 +118,13 @@ async def frames(count: int = 3) -> AsyncIterator[Image]:
 
 
 @tool
+def pages(count: int = 2) -> Iterator[Text]:
+    """``count`` text blocks, from a sync generator."""
+    for index in range(count):
+        yield Text(f"page {index}", annotations=Annotations(priority=index / count))
+
+
+@tool
 def big_image(size: int) -> Image:
     """An image of ``size`` bytes (not a real PNG past its header)."""
     return Image(TINY_PNG + b"\x00" * max(size - len(TINY_PNG), 0), mime_type="image/png")
@@ -157,11 +164,23 @@ TOOLS: list[Any] = [
     mixed,
     chart,
     frames,
+    pages,
     big_image,
     html_note,
     Speaker,
 ]
-NAMES = ("tiny_image", "beep", "notes", "blob", "link", "mixed", "chart", "frames", "big_image")
+NAMES = (
+    "tiny_image",
+    "beep",
+    "notes",
+    "blob",
+    "link",
+    "mixed",
+    "chart",
+    "frames",
+    "pages",
+    "big_image",
+)
 
 
 def main(argv: list[str] | None = None) -> None:

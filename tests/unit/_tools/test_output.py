@@ -56,3 +56,15 @@ def test_a_return_annotation_of_blocks_declares_no_output_schema() -> None:
 
     for function in (picture, both, several):
         assert as_tool(function).output_schema is None
+
+
+def test_a_subclass_of_a_block_nested_one_level_down_is_a_block() -> None:
+    class Photo(Image):
+        """A user's own kind of image."""
+
+    photo = Photo(data=PNG, mime_type="image/png")
+    assert split_output([1, [photo, "caption"]]) == (
+        [1, ["[image: image/png, 8 bytes]", "caption"]],
+        [Text("1"), photo, Text("caption")],
+    )
+    assert split_output([[[photo]]])[1] is None  # deeper than a chunk's list: a plain value
