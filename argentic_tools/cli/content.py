@@ -21,7 +21,7 @@ from typing import Any
 
 from .._agent.records.calls_table import TRUNCATED
 from .._protocol import content as blocks
-from .._protocol.content import ContentBlock, parse_block, plain
+from .._protocol.content import ContentBlock, parse_block, renders
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _EXTENSION = re.compile(r"\.[a-z0-9]{1,8}")
@@ -127,24 +127,6 @@ def content_text(content: Sequence[ContentBlock], value: Any) -> str:
     if value is not None and not renders(value, content):
         parts.append(json.dumps(value, indent=2, ensure_ascii=False))
     return "\n".join(parts)
-
-
-def renders(value: Any, content: Sequence[ContentBlock]) -> bool:
-    """True when ``value`` is the blocks' own plain rendering, nothing more.
-
-    That is the ``result`` of a tool that returned blocks without a value beside them:
-    one block's :func:`plain` text, or a list of them, where a plain value given among
-    the blocks stands as itself (its block is the text of its JSON).
-    """
-    if len(content) == 1 and not isinstance(value, list):
-        return bool(value == plain(content[0]))
-    if not isinstance(value, list) or len(value) != len(content):
-        return False
-    return all(
-        item == plain(block)
-        or (isinstance(block, blocks.Text) and block.text == json.dumps(item, ensure_ascii=False))
-        for item, block in zip(value, content, strict=True)
-    )
 
 
 def saved_payload(block: ContentBlock) -> tuple[bytes, str | None] | None:

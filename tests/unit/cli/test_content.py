@@ -10,7 +10,6 @@ from argentic_tools.cli.content import (
     content_lines,
     content_text,
     extension,
-    renders,
     save_content,
     size_text,
 )
@@ -40,8 +39,8 @@ def test_a_value_beside_blocks_follows_them_unless_it_only_renders_them() -> Non
     blocks: list[ContentBlock] = [Text("hi"), Image(b"GIF89a", mime_type="image/gif")]
     assert content_text(blocks, ["hi", "[image: image/gif, 6 bytes]"]) == "hi\n[image/gif, 6 B]"
     assert content_text(blocks, {"w": 1}) == 'hi\n[image/gif, 6 B]\n{\n  "w": 1\n}'
-    assert renders([{"rows": 3}], [Text('{"rows": 3}')])
-    assert not renders("other", [Text("hi")])
+    assert content_text([Text('{"rows": 3}')], [{"rows": 3}]) == '{"rows": 3}'
+    assert content_text([Text("hi")], "other") == 'hi\n"other"'
 
 
 def test_extensions_come_from_the_mime_type_only() -> None:
