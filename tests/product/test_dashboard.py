@@ -807,6 +807,21 @@ async def test_a_calls_details_show_images_play_audio_and_keep_html_as_text(
         )
         assert audio == [True, "data:audio/wav;base6"]
 
+        # The call form's answer shows its image too.
+        await page.evaluate(
+            """(() => {
+                const select = document.getElementById('form-tool');
+                select.value = 'tiny_image';
+                select.dispatchEvent(new Event('change'));
+                document.getElementById('form-submit').click();
+            })()"""
+        )
+        await page.wait_for(
+            "(() => { const image = document.querySelector('#form-content img');"
+            " return image && image.complete && image.naturalWidth === 1; })()",
+            PAGE_TIMEOUT,
+        )
+
         # HTML in a text block stays text; an SVG is no image here, only a download.
         await details("html_note")
         shown = await page.evaluate(
