@@ -622,6 +622,25 @@ def rendered(content: Sequence[ContentBlock]) -> Any:
     return [plain(block) for block in content]
 
 
+def renders(value: Any, content: Sequence[ContentBlock]) -> bool:
+    """True when ``value`` is the blocks' own plain rendering, nothing more.
+
+    That is the ``result`` of a tool that returned blocks without a value beside them
+    (:func:`rendered`), where a plain value given among the blocks stands as itself
+    (its block being the text of its JSON): a result whose value says nothing the
+    blocks do not.
+    """
+    if len(content) == 1 and not isinstance(value, list):
+        return bool(value == plain(content[0]))
+    if not isinstance(value, list) or len(value) != len(content):
+        return False
+    return all(
+        item == plain(block)
+        or (isinstance(block, Text) and block.text == json.dumps(item, ensure_ascii=False))
+        for item, block in zip(value, content, strict=True)
+    )
+
+
 def _sniffed(data: bytes) -> str | None:
     for signature, offset, mime_type in _SIGNATURES:
         if data[offset : offset + len(signature)] == signature:

@@ -130,6 +130,17 @@ def big_image(size: int) -> Image:
     return Image(TINY_PNG + b"\x00" * max(size - len(TINY_PNG), 0), mime_type="image/png")
 
 
+HTML = '<img src=x onerror="window.pwned = 1"><script>window.pwned = 2</script><b>bold?</b>'
+"""Markup a page must show as text, never run."""
+
+
+@tool
+def html_note() -> list[Text | Image]:
+    """A text block holding HTML that must stay text, and an SVG with a script in it."""
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><script>window.pwned = 3</script></svg>'
+    return [Text(HTML), Image(svg, mime_type="image/svg+xml")]
+
+
 class NoArguments(BaseModel):
     """No arguments."""
 
@@ -155,6 +166,7 @@ TOOLS: list[Any] = [
     frames,
     pages,
     big_image,
+    html_note,
     Speaker,
 ]
 NAMES = (

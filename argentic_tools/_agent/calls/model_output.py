@@ -13,20 +13,23 @@ LLM API takes, for the same formats as the tool exports:
 - ``mcp``: a ``CallToolResult`` as JSON: the blocks in MCP's shapes, ``structuredContent``
   for an object value, ``isError`` for a failure.
 
-What a provider cannot take as such (audio, an SVG for Anthropic, a binary resource, a
-resource link) reaches the model as its plain rendering (``[audio: audio/wav, 1,234
-bytes]``), never as base64 text. An embedded text resource is its text. A value the tool
-gave beside its blocks comes first, as JSON text.
+What a provider cannot take as such (audio, an SVG, a binary resource, a resource link)
+reaches the model as its plain rendering (``[audio: audio/wav, 1,234 bytes]``), never as
+base64 text. An embedded text resource is its text. A value the tool gave beside its
+blocks comes first, as JSON text (a plain value given among the blocks is not repeated).
 """
 
 import json
 from typing import Any
 
-from ..._protocol.content import ContentBlock, Image, plain, rendered
+from ..._protocol.content import ContentBlock, Image, plain, renders
 from ..._protocol.messages import TaskErrorMessage, ToolResult
 
 ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types Anthropic's API accepts in a ``tool_result``."""
+OPENAI_IMAGE_TYPES = ANTHROPIC_IMAGE_TYPES
+"""The image types OpenAI's API accepts as ``input_image`` (PNG, JPEG, WebP, GIF: the
+same four; an SVG is refused, so it reaches the model as its plain rendering)."""
 
 
 def model_output(result: ToolResult, fmt: str) -> Any:
@@ -63,11 +66,11 @@ def _with_value(
     result: ToolResult, blocks: list[ContentBlock], parts: list[Any], value: dict[str, Any]
 ) -> list[Any]:
     """The parts, after the tool's own value when it gave one beside the blocks."""
-    return parts if result.result == rendered(blocks) else [value, *parts]
+    return parts if renders(result.result, blocks) else [value, *parts]
 
 
 def _openai(block: ContentBlock) -> dict[str, Any]:
-    if isinstance(block, Image):
+    if isinstance(block, Image) and block.mime_type in OPENAI_IMAGE_TYPES:
         url = f"data:{block.mime_type};base64,{block.wire()['data']}"
         return {"type": "input_image", "image_url": url, "detail": "auto"}
     return {"type": "input_text", "text": plain(block)}

@@ -52,11 +52,7 @@ def test_openai_gets_images_as_input_images_and_the_rest_as_text() -> None:
     assert model_output(result(rendered(BLOCKS), BLOCKS), "openai") == [
         {"type": "input_text", "text": "a chart"},
         {"type": "input_image", "image_url": f"data:image/png;base64,{PNG64}", "detail": "auto"},
-        {
-            "type": "input_image",
-            "image_url": "data:image/svg+xml;base64,PHN2Zy8+",
-            "detail": "auto",
-        },
+        {"type": "input_text", "text": "[image: image/svg+xml, 6 bytes]"},  # not taken
         {"type": "input_text", "text": "[audio: audio/ogg, 4 bytes]"},
         {"type": "input_text", "text": "notes"},
         {"type": "input_text", "text": "[resource link two: u:2]"},
@@ -82,6 +78,13 @@ def test_a_value_beside_blocks_comes_first_and_is_structured_content_for_mcp() -
         "isError": False,
         "structuredContent": {"points": 3},
     }
+
+
+def test_a_plain_value_among_blocks_is_not_sent_twice() -> None:
+    blocks: list[ContentBlock] = [Text("rows"), Image(PNG), Text('{"rows": 3}')]
+    mixed = result(["rows", "[image: image/png, 8 bytes]", {"rows": 3}], blocks)
+    assert [part["type"] for part in model_output(mixed, "anthropic")] == ["text", "image", "text"]
+    assert len(model_output(mixed, "openai")) == 3
 
 
 def test_an_unknown_format_is_refused() -> None:
