@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 CLI := $(BIN)/argentic-tools
 
-.PHONY: demo test test-cluster lint typecheck pytest bench soak mosquitto chromium clean
+.PHONY: demo test test-cluster test-conformance npm-servers lint typecheck pytest bench soak mosquitto chromium clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,8 +57,13 @@ mosquitto:
 chromium:
 	@bash scripts/ensure-chromium.sh
 
+## npm-servers: the MCP servers from npm the tests bridge (the reference server-everything),
+##              pinned, into .cache/npm with the machine's npm (scripts/ensure-npm.sh)
+npm-servers: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(BIN)/python -m tests.support.npm_servers
+
 ## test: lint, type-check and run the tests with coverage on a real mosquitto
-test: $(STAMP) mosquitto chromium lint typecheck pytest
+test: $(STAMP) mosquitto chromium npm-servers lint typecheck pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -81,6 +86,12 @@ test-cluster: $(STAMP)
 	@ARGENTIC_TOOLS_CLUSTER_DIR=$$(realpath -m "$${CLUSTER_DIR:-$${TMPDIR:-/tmp}/argentic-cluster}") \
 		$(BIN)/python -m pytest tests/behaviour/cluster -q -s -p no:cacheprovider; \
 		status=$$?; bash scripts/cluster.sh down; exit $$status
+
+## test-conformance: the official MCP conformance suite (Node 22 and the suite installed
+## under .cache/ when missing) against `mcp serve --http`, at both protocol eras, with the
+## baselines in scripts/conformance/ (a scratch report; UPDATE=1 rewrites benchmarks/results/)
+test-conformance: $(STAMP) mosquitto
+	PYTHONPATH=$(CURDIR) $(BIN)/python scripts/conformance.py $(if $(UPDATE),--update-results)
 
 ## bench: side-by-side benchmark against the raw MQTT floor and argentic (a scratch
 ## report; UPDATE=1 rewrites benchmarks/results/)

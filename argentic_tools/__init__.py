@@ -44,6 +44,15 @@ from ._errors import (
     ValidationError,
 )
 from ._logging import LogLevel
+from ._protocol.content import (
+    Annotations,
+    Audio,
+    ContentBlock,
+    EmbeddedResource,
+    Image,
+    ResourceLink,
+    Text,
+)
 from ._protocol.fleet_messages import (
     ClientOfflineMessage,
     ManagerOnlineMessage,
@@ -69,6 +78,7 @@ from ._protocol.messages import (
     TaskStatus,
     ToolCallRequest,
     ToolCancelMessage,
+    ToolCreditMessage,
     ToolPartialMessage,
     ToolProgressMessage,
     ToolResult,
@@ -78,6 +88,7 @@ from ._protocol.topics import Topics
 from ._telemetry import start_metrics_server
 from ._tools.context import ToolContext
 from ._tools.definition import BaseTool, FunctionTool, tool
+from ._tools.output import ToolOutput
 from ._tools.service import ToolService, serve_main
 from ._transport import BrokerURL, IncomingMessage, Messager
 
@@ -89,6 +100,8 @@ except _metadata.PackageNotFoundError:  # pragma: no cover - running from a sour
 __all__ = [
     "PROTOCOL_VERSION",
     "AllToolsEnabled",
+    "Annotations",
+    "Audio",
     "BaseMessage",
     "BaseTool",
     "BatchProgressCallback",
@@ -97,9 +110,12 @@ __all__ = [
     "BrokerUnavailableError",
     "CallContext",
     "ClientOfflineMessage",
+    "ContentBlock",
     "EmbeddedBroker",
+    "EmbeddedResource",
     "ExportFormat",
     "FunctionTool",
+    "Image",
     "InMemoryRecorder",
     "IncomingMessage",
     "InputValidationError",
@@ -115,6 +131,7 @@ __all__ = [
     "ProtocolError",
     "RegisterToolMessage",
     "RegistrationError",
+    "ResourceLink",
     "SqliteRecorder",
     "StatsRequestMessage",
     "StreamInterruptedError",
@@ -122,12 +139,14 @@ __all__ = [
     "TaskMessage",
     "TaskResultMessage",
     "TaskStatus",
+    "Text",
     "ThreadToolPolicy",
     "ToolCallError",
     "ToolCallRequest",
     "ToolCancelMessage",
     "ToolCancelledError",
     "ToolContext",
+    "ToolCreditMessage",
     "ToolDefinitionError",
     "ToolError",
     "ToolExecutionError",
@@ -136,6 +155,7 @@ __all__ = [
     "ToolNotEnabledError",
     "ToolNotFoundError",
     "ToolOfflineError",
+    "ToolOutput",
     "ToolPartialMessage",
     "ToolPingMessage",
     "ToolPolicy",

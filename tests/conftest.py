@@ -105,6 +105,7 @@ async def tool_process(mosquitto: Mosquitto, prefix: str) -> AsyncIterator[ToolP
 @pytest.fixture
 def argentic_tool(mosquitto: Mosquitto, prefix: str) -> Iterator[None]:
     """An unmodified argentic 0.16 tool, ``argentic_upper``, in its own process."""
+    pytest.importorskip("argentic", reason="argentic 0.16 is installed by `make test`")
     proc = subprocess.Popen(
         python_cmd(
             "-m",

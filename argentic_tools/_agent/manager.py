@@ -51,6 +51,7 @@ from .._transport import IncomingMessage, Messager
 from .calls.batch import run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
+from .calls.model_output import model_output
 from .calls.options import CallOptions, call_field, context_with
 from .calls.pending import CallSpec
 from .calls.progress import BatchProgressCallback, ProgressCallback
@@ -407,8 +408,9 @@ class ToolManager(AsyncResource):
             user_id: The user, put in ``context``.
 
         Returns:
-            A :class:`TaskResultMessage` on success; otherwise a
-            :class:`TaskErrorMessage` whose ``error`` names the tool and the
+            A :class:`TaskResultMessage` on success (its ``result`` the value, its
+            ``content`` the tool's content blocks, typed, when it returned some);
+            otherwise a :class:`TaskErrorMessage` whose ``error`` names the tool and the
             cause and whose ``error_code`` is one of ``not_found``,
             ``not_enabled``, ``invalid_arguments``, ``invalid_output``,
             ``execution_error``, ``timeout``, ``tool_offline`` or ``cancelled``.
@@ -648,6 +650,21 @@ class ToolManager(AsyncResource):
         if thread_id is None and not tags:
             return self._registry.export(fmt, strict)
         return export(self.get_available_tools(thread_id, tags), fmt, strict=strict)
+
+    def export_result(self, result: ToolResult, fmt: ExportFormat = "openai") -> Any:
+        """What a model receives for ``result``, in the shape of :meth:`export_tools`' ``fmt``.
+
+        ``prompt``: text. ``openai``: a Responses API ``function_call_output``'s
+        ``output`` (the text, or ``input_text``/``input_image`` parts for content
+        blocks). ``anthropic``: a ``tool_result``'s ``content`` (the text, or ``text``
+        and ``image`` blocks). ``mcp``: a ``CallToolResult`` as JSON. Blocks a provider
+        cannot take reach the model as their plain rendering, never as base64 text.
+
+        Raises:
+            ValueError: Unknown format.
+
+        """
+        return model_output(result, fmt)
 
     def get_tools_description(self) -> str:
         """Alias of :meth:`generate_tool_descriptions_for_prompt`."""

@@ -183,6 +183,13 @@ class ToolStatsEntry(WireModel):
     """Calls being served now."""
     max_concurrency: int | None = None
     """Calls served at once at most (None: no limit)."""
+    slowed: int = 0
+    """Times a stream waited for its reader's credit (extension): its caller read more
+    slowly than the tool produced, or stopped reading, and the tool was paused."""
+    slowed_seconds: float = 0.0
+    """Seconds those waits lasted in all (extension; a wait still going is not in it)."""
+    paused: int = 0
+    """Streams waiting for their reader's credit now (extension)."""
 
     @model_validator(mode="after")
     def _cancelled_apart(self) -> "ToolStatsEntry":

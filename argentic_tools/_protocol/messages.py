@@ -30,13 +30,19 @@ from .._errors import (
     ERROR_CODES,
     ToolExecutionError,
 )
+from .content import ContentBlock, parse_blocks
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 """Version of the extensions this package adds to the Argentic messages.
 
 2 added reply topics (``reply_to``), registrations answered to one manager
 (``MANAGER_ONLINE.inbox``), the tool's connection count on registrations, and
-``TOOL_PING``/``TOOL_PONG``."""
+``TOOL_PING``/``TOOL_PONG``. 3 added streams paced by their reader: a task's
+``stream_window`` and the caller's ``TOOL_CREDIT``."""
+
+STREAM_CREDIT_PROTOCOL = 3
+"""The first protocol version whose tools pace a stream by its reader (``stream_window``,
+``TOOL_CREDIT``): a caller sends neither to older tools."""
 
 DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024
 """Default limit for one MQTT payload, enforced on receive and on send (1 MiB)."""
@@ -116,6 +122,24 @@ class ToolCancelMessage(BaseMessage):
     """Why, e.g. ``"timed out after 5 s"``."""
 
 
+class ToolCreditMessage(BaseMessage):
+    """How far the reader of a stream has read (published on the tool's call topic).
+
+    Sent by the caller of a task that carries ``stream_window`` (extension): the tool
+    may send chunk ``seq`` once ``seq < read + stream_window``. ``read`` only grows; a
+    grant that arrives late or twice changes nothing. A tool accepts it only from the
+    caller of the task, as it does a ``TOOL_CANCEL``.
+    """
+
+    type: Literal["TOOL_CREDIT"] = "TOOL_CREDIT"
+    task_id: str
+    """Task whose stream is read."""
+    tool_id: str | None = None
+    """Tool the task went to."""
+    read: int = Field(ge=0)
+    """Chunks the reader has taken so far (all the seqs below it)."""
+
+
 class ToolProgressMessage(BaseMessage):
     """How far a running task has got (published on the tool's response topic).
 
@@ -154,7 +178,15 @@ class ToolPartialMessage(BaseMessage):
     seq: int
     """Position of this chunk, from 0: the caller yields chunks in this order, once each."""
     chunk: Any = None
-    """The chunk, any JSON value."""
+    """The chunk, any JSON value (for a chunk of blocks, their plain rendering)."""
+    content: list[ContentBlock] | None = None
+    """The chunk's content blocks, in MCP's shapes, when it is a block or a list of them
+    (extension): a block alone when ``chunk`` is a string, a list when it is a list."""
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _known_blocks(cls, value: Any) -> Any:
+        return parse_blocks(value)
 
 
 class TaskMessage(BaseMessage):
@@ -187,6 +219,11 @@ class TaskMessage(BaseMessage):
     """The caller wants TOOL_PROGRESS reports for this task (extension)."""
     stream: bool | None = None
     """The caller consumes TOOL_PARTIAL chunks as they come (extension)."""
+    stream_window: int | None = Field(default=None, ge=1)
+    """With ``stream``: the caller paces the stream by its reader (extension, protocol 3).
+    The tool sends chunk ``seq`` only once ``seq < read + stream_window``, ``read`` being
+    the latest ``TOOL_CREDIT`` of the caller (0 before any); until then the tool waits.
+    Without it the tool sends as fast as the broker takes the chunks."""
     reply_to: str | None = None
     """Where the caller reads the result, progress and chunks: its own topic below the
     tool's response topic, ``{response_base}/{tool_id}/{inbox}`` (extension; without
@@ -203,7 +240,11 @@ class TaskResultMessage(TaskMessage):
     status: TaskStatus
     """``success`` for a successful call."""
     result: Any = None
-    """What the tool returned."""
+    """What the tool returned: a plain JSON value (for blocks without a value, their plain
+    rendering: a text's text, a short description of an image)."""
+    content: list[ContentBlock] | None = None
+    """The tool's content blocks, in MCP's shapes (extension; None when it returned
+    none). Blocks of a type this version does not know are left out."""
     error: str | None = None
     """Unused for successful results."""
     duration_ms: float | None = None
@@ -217,6 +258,11 @@ class TaskResultMessage(TaskMessage):
     @classmethod
     def _status_any_case(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _known_blocks(cls, value: Any) -> Any:
+        return parse_blocks(value)
 
     @property
     def ok(self) -> bool:
@@ -245,6 +291,8 @@ class TaskErrorMessage(TaskMessage):
     """Time from sending the task to this outcome, in milliseconds."""
     result: Any = None
     """Always empty for errors; present so both result types read alike."""
+    content: list[ContentBlock] | None = None
+    """Always None for errors; present so both result types read alike."""
 
     @field_validator("status", mode="before")
     @classmethod

@@ -32,6 +32,7 @@ from .messages import (
     TaskMessage,
     TaskResultMessage,
     ToolCancelMessage,
+    ToolCreditMessage,
     ToolPartialMessage,
     ToolProgressMessage,
 )
@@ -67,6 +68,7 @@ AnyMessage = Annotated[
         Annotated[ToolPingMessage, Tag("TOOL_PING")],
         Annotated[ToolPongMessage, Tag("TOOL_PONG")],
         Annotated[ToolCancelMessage, Tag("TOOL_CANCEL")],
+        Annotated[ToolCreditMessage, Tag("TOOL_CREDIT")],
         Annotated[ToolProgressMessage, Tag("TOOL_PROGRESS")],
         Annotated[ToolPartialMessage, Tag("TOOL_PARTIAL")],
         Annotated[TaskMessage, Tag("TASK")],

@@ -8,10 +8,13 @@ from the worker thread a sync tool runs in.
 Progress is rate-limited here, on the tool side: a tool may report in a tight
 loop, and at most one report per :data:`PROGRESS_INTERVAL` goes on the wire,
 always the latest. Chunks are never dropped or merged: they leave in order
-through one outbox per call, and the result follows the last of them.
+through one outbox per call, and the result follows the last of them. A caller
+that paces the stream by its reader (``stream_window``) gets each chunk only once
+it has credit for it (:class:`~.credit.StreamCredit`): until then the tool waits.
 """
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import math
@@ -22,6 +25,9 @@ from typing import Any
 
 from .._errors import BrokerError, PayloadTooLargeError
 from .._protocol.messages import TaskMessage, ToolPartialMessage, ToolProgressMessage, encode
+from .credit import StreamCredit
+from .output import split_output, too_large
+from .stats import ToolCounters
 
 logger = logging.getLogger("argentic_tools.tool")
 
@@ -40,12 +46,21 @@ MESSAGE_TEXT_LIMIT = 1000
 PUBLISH_SECONDS = 30.0
 """How long one chunk or report may wait for the broker before it is dropped."""
 
+PAUSE_GRACE_SECONDS = 5.0
+"""How long past the caller's deadline a stream waiting for credit gives up (the call is
+then cancelled at the tool): the caller's own TOOL_CANCEL normally comes first."""
+
+THREAD_POLL_SECONDS = 0.5
+"""How often a sync tool's thread waiting for room looks whether its call ended."""
+
 
 class Reported:
     """What ``report_progress`` and ``send_partial`` return: await it, or don't.
 
-    A sync tool ignores it; an async tool may ``await`` it, which waits only when
-    the call's outbox is full (so a fast producer slows down to the broker's pace).
+    A sync tool ignores it (its thread waits inside the call); an async tool may
+    ``await`` it, which waits only when the call's outbox is full (so a fast producer
+    slows down to the broker's pace) or, for a stream paced by its reader, while the
+    reader has given no credit for the chunk.
     """
 
     __slots__ = ("_waiter",)
@@ -72,6 +87,10 @@ class CallControl:
         tool_id: The serving tool's id.
         source: The tool process's client id, the ``source`` of what it sends.
         max_payload_bytes: Largest message the connection may send.
+        local_deadline: The call's end on this process's monotonic clock (None: no
+            limit but the caller's cancellation), which a stream waiting for credit
+            does not outlive.
+        counters: Where the pauses of a stream waiting for credit are counted.
 
     """
 
@@ -83,6 +102,8 @@ class CallControl:
         tool_id: str,
         source: str,
         max_payload_bytes: int,
+        local_deadline: float | None = None,
+        counters: ToolCounters | None = None,
     ) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -94,6 +115,12 @@ class CallControl:
         self.progress_enabled = bool(task.report_progress)
         self.stream_enabled = bool(task.stream)
         self.max_payload_bytes = max_payload_bytes
+        self.local_deadline = local_deadline
+        self._counters = counters
+        window = task.stream_window if self.stream_enabled else None
+        self.credit = StreamCredit(window) if window else None
+        """The reader's credit, when the caller paces the stream (None: send at once)."""
+        self._pause_timer: asyncio.TimerHandle | None = None
         self.cancelled = False
         """True once the call is cancelled; a sync tool polls it through ``context.cancelled``
         (a plain attribute: one thread writes it, and reading it costs nothing)."""
@@ -124,6 +151,7 @@ class CallControl:
         self.cancelled = True
         if self.runner is not None:
             self.runner.cancel()
+        self._wake_producers()  # a sync tool's thread waiting for room sees it now
 
     def raise_if_cancelled(self) -> None:
         """Raise :class:`asyncio.CancelledError` when the call was cancelled."""
@@ -200,36 +228,143 @@ class CallControl:
         with self._lock:
             seq = self.chunks
             self.chunks += 1
-        message = ToolPartialMessage(
-            source=self.source, task_id=self.task_id, tool_id=self.tool_id, seq=seq, chunk=chunk
-        )
         try:
+            chunk, content = split_output(chunk)
+            message = ToolPartialMessage(
+                source=self.source,
+                task_id=self.task_id,
+                tool_id=self.tool_id,
+                seq=seq,
+                chunk=chunk,
+                content=content,
+            )
             data = encode(message)
         except Exception as exc:  # noqa: BLE001 - pydantic's serialisation errors vary
             raise ValueError(f"chunk {seq} is not JSON-serialisable: {exc}") from None
         if len(data) > self.max_payload_bytes:
-            raise ValueError(
-                f"chunk {seq} is {len(data)} bytes, more than the limit of "
-                f"{self.max_payload_bytes} bytes"
+            why = f"chunk {seq} is {len(data):,} bytes, more than the limit of " + (
+                f"{self.max_payload_bytes:,} bytes"
             )
+            if content:
+                why += f" ({too_large(content, len(data), self.max_payload_bytes)})"
+            raise ValueError(why)
         if threading.get_ident() == self._loop_thread:
-            self._enqueue(data)
-            if len(self._sending) < OUTBOX_LIMIT:
+            self._enqueue_chunk(data)
+            if self._has_room():
                 return REPORTED
             waiter = self._loop.create_future()
             self._room.append(waiter)
             return Reported(waiter)
         room = asyncio.run_coroutine_threadsafe(self._enqueue_and_wait(data), self._loop)
-        with contextlib.suppress(Exception):
-            room.result(timeout=PUBLISH_SECONDS)
+        self._wait_in_thread(room)
         return REPORTED
 
     async def _enqueue_and_wait(self, data: bytes) -> None:
-        self._enqueue(data)
-        if len(self._sending) >= OUTBOX_LIMIT:
+        self._enqueue_chunk(data)
+        if not self._has_room():
             waiter = self._loop.create_future()
             self._room.append(waiter)
             await waiter
+
+    def _wait_in_thread(self, room: "concurrent.futures.Future[None]") -> None:
+        """Block a sync tool's thread until its chunk has room (or the call ended).
+
+        Waiting for the broker is bounded by :data:`PUBLISH_SECONDS`; waiting for the
+        reader's credit lasts as long as the call (its deadline ends the pause).
+        """
+        started = time.monotonic()
+        while True:
+            try:
+                room.result(timeout=THREAD_POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                if self.finished or self.cancelled:
+                    return
+                credit = self.credit
+                if (credit is None or not credit.paused) and (
+                    time.monotonic() - started > PUBLISH_SECONDS
+                ):
+                    return
+                continue
+            except Exception:  # noqa: BLE001 - the loop closed: nothing more to wait for
+                return
+            return
+
+    def _enqueue_chunk(self, data: bytes) -> None:
+        """Send a chunk now, or hold it until the reader's credit lets it go."""
+        credit = self.credit
+        if credit is None or credit.offer(data):
+            self._enqueue(data)
+        elif credit.held == 1:
+            self._paused()
+
+    def _has_room(self) -> bool:
+        """Whether the producer may go on: no chunk waits for credit, the outbox has room."""
+        credit = self.credit
+        return (credit is None or not credit.paused) and len(self._sending) < OUTBOX_LIMIT
+
+    # -- the reader's credit ---------------------------------------------------------
+
+    def granted(self, read: int) -> None:
+        """The caller's reader has taken ``read`` chunks (a TOOL_CREDIT): send what it allows."""
+        credit = self.credit
+        if credit is None or self.finished:
+            return
+        for data in credit.grant(read):
+            self._enqueue(data)
+        self._resumed()
+        if self._has_room():
+            self._wake_producers()
+
+    async def flushed(self) -> None:
+        """Wait until no chunk waits for credit (before the result, which follows them all).
+
+        The pause ends with the reader's credit, or the call's end (cancelled, or its
+        deadline passed: see :data:`PAUSE_GRACE_SECONDS`).
+        """
+        credit = self.credit
+        while credit is not None and credit.paused and not self.finished:
+            waiter = self._loop.create_future()
+            self._room.append(waiter)
+            await waiter
+
+    def _paused(self) -> None:
+        """A chunk waits for credit: count the pause, and bound it by the call's deadline."""
+        if self._counters is not None:
+            self._counters.stream_paused()
+        deadline = self.local_deadline
+        if deadline is not None:
+            delay = max(deadline - time.monotonic(), 0.0) + PAUSE_GRACE_SECONDS
+            self._pause_timer = self._loop.call_later(delay, self._pause_expired)
+
+    def _resumed(self) -> None:
+        """Called after a grant or a drop: ends the pause (its time counted) once nothing waits."""
+        credit = self.credit
+        seconds = None if credit is None else credit.end_pause()
+        if seconds is None:
+            return
+        if self._counters is not None:
+            self._counters.stream_resumed(seconds)
+        if self._pause_timer is not None:
+            self._pause_timer.cancel()
+            self._pause_timer = None
+
+    def _pause_expired(self) -> None:
+        self._pause_timer = None
+        credit = self.credit
+        if credit is None or not credit.paused or self.finished:
+            return
+        logger.info(
+            "tool %s: task %s waited for its reader's credit past the caller's deadline "
+            "(%d chunk(s) sent, %d read); stopping it",
+            self.tool_id,
+            self.task_id,
+            credit.sent,
+            credit.read,
+        )
+        self.cancel(
+            f"its caller's deadline passed while the stream waited for its reader "
+            f"({credit.sent} chunks sent, {credit.read} read, window {credit.window})"
+        )
 
     # -- the outbox --------------------------------------------------------------------
 
@@ -255,7 +390,7 @@ class CallControl:
 
     def _sent(self, sending: "asyncio.Task[None]") -> None:
         self._sending.discard(sending)
-        if len(self._sending) < OUTBOX_LIMIT:
+        if self._has_room():
             self._wake_producers()
 
     def _wake_producers(self) -> None:
@@ -285,6 +420,9 @@ class CallControl:
         if self._report_due and not self.cancelled:
             self._send_report()
         self.finished = True
+        if self.credit is not None:
+            self.credit.drop()  # a cancelled call's: a finished one waited for them (flushed)
+            self._resumed()
         self._wake_producers()
 
     # -- sync tools' threads ---------------------------------------------------------------

@@ -30,6 +30,7 @@ from .._protocol.messages import (
     BaseMessage,
     TaskMessage,
     ToolCancelMessage,
+    ToolCreditMessage,
     encode,
 )
 from .._protocol.parsing import parse_message
@@ -254,6 +255,9 @@ class ToolEndpoint:
             p99_ms=counters.percentile_ms(99),
             in_flight=self.in_flight,
             max_concurrency=self.max_concurrency or None,
+            slowed=counters.slowed,
+            slowed_seconds=round(counters.slowed_seconds, 3),
+            paused=counters.paused,
         )
 
     @property
@@ -445,6 +449,9 @@ class ToolEndpoint:
         if isinstance(task, ToolCancelMessage):
             self._cancel(task, sender)
             return
+        if isinstance(task, ToolCreditMessage):
+            self._credit(task, sender)
+            return
         if isinstance(task, ToolPingMessage):
             self._pong(task, sender)
             return
@@ -481,6 +488,8 @@ class ToolEndpoint:
             tool_id=self.tool_id,
             source=self.messager.client_id,
             max_payload_bytes=self.messager.max_payload_bytes,
+            local_deadline=local_deadline,
+            counters=self.counters,
         )
         self._controls[key] = control
         serving = self._executor.serve(task, key, local_deadline, control)
@@ -511,6 +520,17 @@ class ToolEndpoint:
         answer = self._executor.publish_reply(reply, control.task, None)
         self._start(key + "\x00cancelled", answer, "reply")
         control.cancel(reason)
+
+    def _credit(self, credit: ToolCreditMessage, sender: str | None = None) -> None:
+        """A caller's reader took chunks of its stream: let the tool send that many more.
+
+        Matched as a cancellation is: only the caller of the task can give it credit.
+        """
+        key = record_key(caller(credit.source, sender), credit.task_id)
+        control = self._controls.get(key)
+        if control is None or credit.tool_id not in (None, self.tool_id):
+            return  # finished, never seen, or another caller's task id
+        control.granted(credit.read)
 
     def _start(self, key: str, work: Coroutine[Any, Any, None], kind: str) -> asyncio.Task[None]:
         runner = asyncio.create_task(work, name=f"tool:{self.tool.name}:{kind}:{key}")

@@ -37,6 +37,7 @@ from .._telemetry import (
 from .._transport import Messager
 from .context import ToolContext, set_current_context
 from .control import CallControl, collect_chunks
+from .output import split_output, too_large
 from .replies import error_reply
 from .served import ServedTool
 from .stats import ToolCounters
@@ -204,6 +205,8 @@ class TaskExecutor:
                 output = await collect_chunks(running, control)  # a BaseTool that yields
             else:
                 output = await running
+            # Chunks still waiting for the reader's credit go before the result.
+            await control.flushed()
         except ToolError as exc:
             return self._fail(task, exc.message, "execution_error", details=exc.details)
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply
@@ -216,6 +219,15 @@ class TaskExecutor:
             )
         finally:
             token.var.reset(token)
+        try:
+            output, content = split_output(output)
+        except (TypeError, ValueError) as exc:
+            return self._fail(
+                task,
+                f"the tool returned content blocks with a value beside them that is not "
+                f"JSON-serialisable: {exc}",
+                "execution_error",
+            )
         # Nothing here needs validating; unset fields keep their defaults.
         fields = {
             "source": self.messager.client_id,
@@ -232,6 +244,8 @@ class TaskExecutor:
             "result": output,
             "duration_ms": (time.perf_counter() - started) * 1000,
         }
+        if content is not None:
+            fields["content"] = [block.wire() for block in content]
         if control.chunks:
             fields["chunks"] = control.chunks
             if control.result_in_chunks:
@@ -245,12 +259,13 @@ class TaskExecutor:
                 f"({type(output).__name__}): {str(exc).splitlines()[0]}",
                 "execution_error",
             )
-        if len(data) > self.messager.max_payload_bytes:
+        limit = self.messager.max_payload_bytes
+        if len(data) > limit:
+            text = f"the result is {len(data):,} bytes, more than the limit of {limit:,} bytes"
+            if content:
+                text += f" ({too_large(content, len(data), limit)})"
             return self._fail(
-                task,
-                f"the result is {len(data)} bytes, more than the limit of "
-                f"{self.messager.max_payload_bytes} bytes",
-                "execution_error",
+                task, text, "execution_error", details={"size": len(data), "limit": limit}
             )
         return data, "success"
 

@@ -13,6 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, PydanticSchemaGenerationError, TypeAdapter, create_model
 
 from .._errors import ToolDefinitionError
+from .._protocol.content import BLOCK_TYPES
+from .output import ToolOutput
 
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -123,7 +125,7 @@ def output_schema(func: Callable[..., Any], tool_name: str) -> dict[str, Any] | 
         # A generator tool's result is the list of what it yields.
         item = typing.get_args(hint)[0] if typing.get_args(hint) else Any
         hint = list[item]  # type: ignore[valid-type]
-    if hint is None or hint is type(None) or hint is Any:
+    if hint is None or hint is type(None) or hint is Any or _returns_blocks(hint):
         return None
     try:
         schema = TypeAdapter(hint).json_schema(mode="serialization")
@@ -134,6 +136,17 @@ def output_schema(func: Callable[..., Any], tool_name: str) -> dict[str, Any] | 
         ) from None
     cleaned: dict[str, Any] = clean_schema(schema)
     return cleaned
+
+
+def _returns_blocks(hint: Any) -> bool:
+    """True when a return annotation names content blocks or a ToolOutput.
+
+    Their result is content, with a plain rendering or a value of any shape beside it:
+    no schema describes it.
+    """
+    if isinstance(hint, type) and issubclass(hint, (*BLOCK_TYPES, ToolOutput)):
+        return True
+    return any(_returns_blocks(arg) for arg in typing.get_args(hint))
 
 
 def _camel(name: str) -> str:

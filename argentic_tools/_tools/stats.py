@@ -19,7 +19,24 @@ class ToolCounters:
     def __init__(self) -> None:
         self.outcomes: Counter[str] = Counter()
         """Calls by outcome: ``success``, ``cancelled`` or the error code."""
+        self.slowed = 0
+        """Times a stream waited for its reader's credit (the reader was slower than the
+        tool, or stopped reading): each pause counts once, when it starts."""
+        self.slowed_seconds = 0.0
+        """Seconds the pauses that ended lasted in all."""
+        self.paused = 0
+        """Streams waiting for their reader's credit right now."""
         self._durations: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+
+    def stream_paused(self) -> None:
+        """A stream started waiting for its reader's credit."""
+        self.slowed += 1
+        self.paused += 1
+
+    def stream_resumed(self, seconds: float) -> None:
+        """A stream's wait for credit ended after ``seconds`` (credit came, or the call ended)."""
+        self.slowed_seconds += seconds
+        self.paused -= 1
 
     def record(self, outcome: str, seconds: float) -> None:
         """One call ended with ``outcome`` after ``seconds``."""

@@ -12,6 +12,8 @@ import json
 import re
 import shlex
 import sys
+import uuid
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 
@@ -23,6 +25,7 @@ from .._agent.fleet.info import ToolInfo
 from .._agent.fleet.registry import closest_name, what_is_there
 from .._agent.manager import ToolManager
 from .._errors import ToolUnavailableError
+from .._protocol.content import ContentBlock, blocks_in
 from .._protocol.messages import TaskErrorMessage, ToolResult
 from .commands import ELSEWHERE_HINT, parameters, print_json
 from .common import (
@@ -34,6 +37,7 @@ from .common import (
     settle,
     stderr,
 )
+from .content import block_text, content_text, save_content
 from .mcp_target import McpServer, client_module, connected_client, mcp_server_from
 
 DEFAULT_CALL_SECONDS = 30.0
@@ -189,7 +193,9 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
             info = await find_tool(manager, args.name, args.wait)
         if arguments is None:
             arguments = typed_pairs(args.arguments, info.input_schema)
-        with CallView(args.name, json_lines=args.json, debug=args.debug) as view:
+        with CallView(
+            args.name, json_lines=args.json, debug=args.debug, save_to=args.save_content
+        ) as view:
             stream = manager.stream_tool(
                 args.name,
                 arguments,
@@ -208,8 +214,9 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
 async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
     """``call`` against an MCP server: the same ARGS, its result printed as ``call`` does.
 
-    Text content is printed as text, structured content (or content that is not all
-    text) as JSON; an ``isError`` result is a failure (exit status 1).
+    Text content is printed as text, structured content as JSON, and content that is
+    not all text block by block as ``call`` prints a tool's blocks (``--save-content``
+    saves them too); an ``isError`` result is a failure (exit status 1).
     """
     for option, value in (
         ("--idle-timeout", args.idle_timeout),
@@ -240,7 +247,9 @@ async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
             raise CliError(f"{problem}{suggested_arguments(tool.name, problem.text, schema)}")
         if arguments is None:
             arguments = typed_pairs(args.arguments, schema)
-        with CallView(args.name, json_lines=args.json, debug=args.debug) as view:
+        with CallView(
+            args.name, json_lines=args.json, debug=args.debug, save_to=args.save_content
+        ) as view:
             try:
                 with anyio.fail_after(timeout):
                     result = await module.call_tool(
@@ -255,7 +264,11 @@ async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
     is_text, value = module.result_value(result)
     if result.is_error:
         raise CliError(f"tool {args.name!r} failed: {value}", EXIT_CALL_FAILED)
-    if args.json:
+    content: list[ContentBlock] | None = module.result_content(result)
+    if content is not None:
+        # Not all text: shown (and saved) as a tool's blocks are, the value after them.
+        view.show_content(content, result.structured_content, uuid.uuid4().hex)
+    elif args.json:
         print_json_line({"result": value})
     elif is_text:
         print(value)
@@ -326,10 +339,13 @@ async def find_tool(manager: ToolManager, name: str, wait: float) -> ToolInfo:
 class CallView:
     """What ``call`` shows while the call runs: a progress bar, or JSON lines."""
 
-    def __init__(self, name: str, *, json_lines: bool, debug: bool = False) -> None:
+    def __init__(
+        self, name: str, *, json_lines: bool, debug: bool = False, save_to: str | None = None
+    ) -> None:
         self.name = name
         self.json_lines = json_lines
         self.debug = debug
+        self.save_to = Path(save_to) if save_to is not None else None
         self.chunks = 0
         self._bar: Progress | None = None
         self._task: TaskID | None = None
@@ -370,12 +386,22 @@ class CallView:
             )
 
     def chunk(self, chunk: Any) -> None:
-        """Print one streamed chunk as it comes."""
+        """Print one streamed chunk as it comes (a block as ``call`` prints blocks)."""
         self.chunks += 1
+        found = blocks_in(chunk if isinstance(chunk, list) else [chunk])
+        if found is None:
+            if self.json_lines:
+                print_json_line({"chunk": chunk})
+            else:
+                print(json.dumps(chunk, ensure_ascii=False), flush=True)
+            return
+        blocks, values = found
         if self.json_lines:
-            print_json_line({"chunk": chunk})
+            value = values if isinstance(chunk, list) else values[0]
+            print_json_line({"chunk": value, "content": [block.wire() for block in blocks]})
         else:
-            print(json.dumps(chunk, ensure_ascii=False), flush=True)
+            for block in blocks:
+                print(block_text(block), flush=True)
 
     def finish(self, result: ToolResult) -> int:
         """Print the result (or raise the error); the exit status."""
@@ -384,9 +410,38 @@ class CallView:
                 # The tool's own traceback (tools send one when they run with --debug).
                 print(result.traceback.rstrip(), file=sys.stderr)
             raise CliError(f"{result.error} [{result.error_code}]", EXIT_CALL_FAILED)
-        if self.json_lines:
+        if result.content:
+            self.show_content(result.content, result.result, result.task_id)
+        elif self.json_lines:
             print_json_line({"result": result.result})
         elif not self.chunks:
             print_json(result.result)
         # A streamed result was printed chunk by chunk already.
         return EXIT_OK
+
+    def show_content(self, content: list[ContentBlock], value: Any, call: str) -> None:
+        """Print a result with content blocks, and save them with ``--save-content``.
+
+        ``value`` is the result's value (printed after the blocks unless it only
+        renders them); ``call`` names the call in the saved files' names.
+        """
+        saved: list[Path] = []
+        if self.save_to is not None:
+            try:
+                saved = save_content(content, self.save_to, self.name, call)
+            except OSError as exc:
+                raise CliError(f"--save-content {self.save_to}: {exc}", EXIT_CALL_FAILED) from None
+            if not saved:
+                stderr.print("No image, audio or resource in the result to save.")
+        if self.json_lines:
+            line: dict[str, Any] = {
+                "result": value,
+                "content": [block.wire() for block in content],
+            }
+            if self.save_to is not None:
+                line["saved"] = [str(path) for path in saved]
+            print_json_line(line)
+        elif not self.chunks:
+            print(content_text(content, value), flush=True)
+        for path in saved:
+            stderr.print(f"Saved {path}")

@@ -34,6 +34,7 @@ from .._protocol.messages import (
     TaskMessage,
     TaskResultMessage,
     ToolCancelMessage,
+    ToolCreditMessage,
     ToolPartialMessage,
     ToolProgressMessage,
 )
@@ -355,6 +356,8 @@ def _summary(message: BaseMessage) -> tuple[str, str, str]:
         return "progress", "cyan", f"{message.progress:g}{total}{text} task={message.task_id}"
     if isinstance(message, ToolPartialMessage):
         return "chunk", "cyan", f"#{message.seq} {_short(message.chunk)} task={message.task_id}"
+    if isinstance(message, ToolCreditMessage):
+        return "credit", "", f"read {message.read} task={message.task_id}"
     return message.type.lower(), "", ""
 
 

@@ -2,8 +2,9 @@
 
 The command reads the file itself, read-only: no broker, no manager, and the
 managers writing the file may keep running. It prints a table (time, tool,
-outcome and error code, duration, thread, call and task ids), or with ``--json``
-an array of the calls with every field, arguments and results included.
+outcome and error code, duration, thread, call and task ids, and the content blocks
+of the calls that returned some, as ``call`` prints them), or with ``--json`` an
+array of the calls with every field, arguments, results and content included.
 """
 
 import argparse
@@ -20,6 +21,7 @@ from .._agent.records.observations import Observation
 from .._protocol.messages import SUCCESS_STATUSES
 from .commands import print_json
 from .common import EXIT_OK, CliError, print_wide, stderr
+from .content import content_lines
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
@@ -84,11 +86,17 @@ def moment(option: str, text: str, now: float) -> float:
 def calls_table(calls: list[Observation], title: str) -> Table:
     """A table of ``calls``, one row each."""
     table = Table(title=title, title_justify="left")
-    for column in ("Time", "Tool", "Outcome", "Duration", "Thread", "Call id", "Task id"):
+    columns = ["Time", "Tool", "Outcome", "Duration", "Thread", "Call id", "Task id"]
+    with_content = any(call.content for call in calls)
+    if with_content:
+        columns.append("Content")
+    for column in columns:
         table.add_column(
             column, overflow="fold", justify="right" if column == "Duration" else "left"
         )
     for call in calls:
+        # Text, not a string: a string cell is read as markup, and [image/png, ...] with it.
+        content = [Text(content_lines(call.content))]
         ok = call.status in _SUCCESSES
         outcome = call.status
         if call.error_code and call.error_code != call.status:
@@ -101,5 +109,6 @@ def calls_table(calls: list[Observation], title: str) -> Table:
             call.thread_id or "",
             call.call_id or "",
             call.task_id,
+            *(content if with_content else ()),
         )
     return table

@@ -175,6 +175,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="print progress, streamed chunks and the result as JSON lines",
     )
     call.add_argument(
+        "--save-content",
+        default=None,
+        metavar="DIR",
+        help="write each image, audio and embedded resource of the result to a file of DIR "
+        "(named TOOL-CALL-N.EXT, never overwriting one; created when missing)",
+    )
+    call.add_argument(
         "--wait",
         type=positive_seconds,
         default=5.0,

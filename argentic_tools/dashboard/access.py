@@ -37,7 +37,9 @@ TOKEN_PARAMETER = "token"  # noqa: S105 - a parameter name
 SECURITY_HEADERS = [
     (
         b"content-security-policy",
-        b"default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
+        # data: for images and audio only: a result's content blocks, shown in place.
+        b"default-src 'self'; img-src 'self' data:; media-src data:; object-src 'none'; "
+        b"base-uri 'none'; "
         b"frame-ancestors 'none'; form-action 'self'",
     ),
     (b"x-content-type-options", b"nosniff"),

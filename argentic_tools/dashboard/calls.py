@@ -24,8 +24,14 @@ ends as ``unknown`` (``result_not_seen``), not as a timeout: its result may well
 been sent, and the result, should it arrive after all, still counts.
 
 Everything is bounded: the recent calls, the calls still pending, the size of the
-arguments and results kept, and the latency samples (per tool, in buckets of
-:data:`BUCKET_SECONDS` over :data:`WINDOW_SECONDS`).
+arguments, results and content blocks kept, and the latency samples (per tool, in
+buckets of :data:`BUCKET_SECONDS` over :data:`WINDOW_SECONDS`).
+
+A result's content blocks are kept in MCP's JSON shapes for the call's details (the
+page shows images and plays audio of the types a browser renders safely), up to
+:data:`CONTENT_BYTES` of data per call, in order; past that, a block is kept as its
+type and size (``"__truncated__": true, "bytes": N``, without its data), as a call
+history keeps a block past its cap, and a text as its first :data:`PREVIEW_CHARS`.
 """
 
 import json
@@ -34,6 +40,8 @@ from collections import Counter, OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._agent.records.calls_table import TRUNCATED
+from .._protocol.content import Audio, ContentBlock, EmbeddedResource, Image, Text
 from .._protocol.messages import (
     SUCCESS_STATUSES,
     TaskErrorMessage,
@@ -53,6 +61,9 @@ KEEP_BYTES = 64 * 1024
 """Messages longer than this keep a preview of their arguments or result, not the value."""
 PREVIEW_CHARS = 2_000
 """Characters of a large message kept as its preview."""
+CONTENT_BYTES = 256 * 1024
+"""Bytes of a call's content blocks kept (images, audio, texts); at most
+:data:`RECENT_CALLS` times this in all (128 MiB), in practice far less."""
 ERROR_CHARS = 300
 """Characters of an error message shown in the list (details show all of it)."""
 TIMEOUT_GRACE_SECONDS = 1.0
@@ -100,6 +111,8 @@ class CallRecord:
     tool_duration_ms: float | None = None
     """What the tool (or the caller, for a call refused before sending) reported."""
     result: Any = None
+    content: list[dict[str, Any]] | None = None
+    """The result's content blocks in MCP's JSON shapes, within :data:`CONTENT_BYTES`."""
     error: str | None = None
     error_code: str | None = None
     details: Any = None
@@ -136,6 +149,7 @@ class CallRecord:
             "timeout": self.timeout,
             "arguments": self.arguments,
             "result": self.result,
+            "content": self.content,
             "details": self.details,
             "tool_duration_ms": self.tool_duration_ms,
             "observed_duration_ms": self.duration_ms,
@@ -251,6 +265,7 @@ class CallLog:
             self._end(
                 record, status, result=_kept(message.result, payload_bytes), error=message.error
             )
+            record.content = kept_content(message.content)
         return record
 
     def local_result(
@@ -274,6 +289,7 @@ class CallLog:
             )
         else:
             self._end(record, "success", result=result.result)
+            record.content = kept_content(result.content)
         return record
 
     def tool_gone(self, tool_id: str) -> list[CallRecord]:
@@ -468,6 +484,52 @@ def _kept(value: Any, payload_bytes: int) -> Any:
         "not_kept": f"{payload_bytes} bytes; the first {PREVIEW_CHARS} characters follow",
         "preview": text[:PREVIEW_CHARS],
     }
+
+
+def kept_content(content: list[ContentBlock] | None) -> list[dict[str, Any]] | None:
+    """A result's blocks as the dashboard keeps them: within :data:`CONTENT_BYTES`.
+
+    Blocks are kept whole, in order, while their data (or text) fits what is left;
+    a block past that keeps its type, MIME type and size but not its data, and a
+    text its first :data:`PREVIEW_CHARS` characters.
+    """
+    if content is None:
+        return None
+    left = CONTENT_BYTES
+    kept: list[dict[str, Any]] = []
+    for block in content:
+        size = _data_size(block)
+        if size <= left:
+            kept.append(block.wire())
+            left -= size
+        else:
+            kept.append(_without_data(block, size))
+    return kept
+
+
+def _data_size(block: ContentBlock) -> int:
+    """Bytes a block's data or text takes (a link's fields are small and bounded)."""
+    if isinstance(block, Image | Audio):
+        return len(block.data)
+    if isinstance(block, EmbeddedResource):
+        return len(block.blob) if block.blob is not None else len(block.text or "")
+    if isinstance(block, Text):
+        return len(block.text)
+    return 0
+
+
+def _without_data(block: ContentBlock, size: int) -> dict[str, Any]:
+    """The block's shape with its data left out: its type, MIME type and size remain."""
+    shape = block.wire()
+    if isinstance(block, EmbeddedResource):
+        inner = {key: value for key, value in shape["resource"].items() if key != "blob"}
+        if block.text is not None:
+            inner["text"] = block.text[:PREVIEW_CHARS]
+        return {**shape, "resource": {**inner, TRUNCATED: True, "bytes": size}}
+    if isinstance(block, Text):
+        return {**shape, "text": block.text[:PREVIEW_CHARS], TRUNCATED: True, "bytes": size}
+    shape.pop("data", None)
+    return {**shape, TRUNCATED: True, "bytes": size}
 
 
 def _percentile(ordered: list[float], fraction: float) -> float | None:

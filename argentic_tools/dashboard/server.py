@@ -54,7 +54,7 @@ from .._protocol.messages import (
 from .._protocol.parsing import parse_message
 from .._transport import IncomingMessage, Messager
 from .access import AccessGuard
-from .calls import BUCKET_SECONDS, WINDOW_SECONDS, CallLog, CallRecord
+from .calls import BUCKET_SECONDS, WINDOW_SECONDS, CallLog, CallRecord, kept_content
 from .events import EventHub, EventStream
 from .fleet import FleetView
 
@@ -382,6 +382,7 @@ class Dashboard:
                 "status": result.status.value,
                 "ok": result.ok,
                 "result": result.result,
+                "content": kept_content(result.content),
                 "error": getattr(result, "error", None),
                 "error_code": getattr(result, "error_code", None),
                 "details": getattr(result, "details", None),

@@ -4,9 +4,11 @@
 over stdio, or a streamable HTTP URL), and serves each of the server's tools on
 the broker with a :class:`~argentic_tools.ToolService`: name, description,
 schemas and annotations as the server declares them. Calls are forwarded, with
-their progress and their cancellation. The bridge watches the server: when it
-dies, its tools leave the registry at once (callers get ``tool_offline``, not a
-timeout), and it is started again with a bounded backoff. When its tool list
+their progress and their cancellation; results come back with the server's content
+blocks unchanged (types, annotations, ``_meta``) and its structured content as the
+value. The bridge watches the server: when it dies, its tools leave the registry at
+once (callers get ``tool_offline``, not a timeout), and it is started again with a
+bounded backoff. When its tool list
 changes, the tools on the bus follow. A tool a manager refuses (its name served with
 another schema, a schema too large, one tool more than the manager's
 ``max_tools_per_client``) is logged with the reason and left out; the server's other
@@ -34,8 +36,10 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel, ConfigDict
 
 from .._errors import RegistrationError, ToolError
+from .._protocol.content import parse_blocks
 from .._protocol.topics import Topics
 from .._tools.definition import BaseTool
+from .._tools.output import ToolOutput
 from .._tools.service import ToolService
 from .server_process import INHERITED, ServerNotFoundError, ServerProcess
 
@@ -108,11 +112,16 @@ class BridgedTool(BaseTool):
         )
         if result.is_error:
             raise ToolError(text or "the MCP server reported an error without a message")
-        if result.structured_content is not None:
-            return result.structured_content
-        if all(isinstance(block, types.TextContent) for block in result.content):
-            return text
-        return [block.model_dump(mode="json", by_alias=True) for block in result.content]
+        # The server's blocks go on the bus as they came: types, annotations, _meta.
+        shapes = [
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content
+        ]
+        content = parse_blocks(shapes) or []
+        value = result.structured_content
+        if value is None and all(isinstance(b, types.TextContent) for b in result.content):
+            value = text  # texts alone: one string, as before blocks were forwarded
+        return ToolOutput(content=content, value=value)
 
 
 class McpBridge:

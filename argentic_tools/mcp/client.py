@@ -4,8 +4,8 @@
 over stdio (through :class:`~argentic_tools.mcp.server_process.ServerProcess`, so
 a server that exits at once is reported with its exit status and its last stderr
 lines) or a streamable HTTP URL. :func:`tool_rows` lists the server's tools in the
-shape ``argentic-tools list`` gives the tools on the bus; :func:`result_value`
-turns a tool's result into what ``argentic-tools call`` prints.
+shape ``argentic-tools list`` gives the tools on the bus; :func:`result_value` and
+:func:`result_content` turn a tool's result into what ``argentic-tools call`` prints.
 """
 
 import contextlib
@@ -16,6 +16,7 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from .._protocol.content import ContentBlock, parse_blocks
 from .server_process import INHERITED, ServerNotFoundError, ServerProcess
 
 
@@ -154,6 +155,22 @@ def result_value(result: types.CallToolResult) -> tuple[bool, Any]:
     return False, [
         block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content
     ]
+
+
+def result_content(result: types.CallToolResult) -> list[ContentBlock] | None:
+    """The result's blocks as the library's, when some are not text; None when all are.
+
+    ``call`` prints these as it prints a tool's blocks on the bus (images as
+    ``[image/png, 12.3 KB]``, ...), instead of their JSON with the base64 inline.
+    """
+    if result.is_error or all(isinstance(block, types.TextContent) for block in result.content):
+        return None
+    return parse_blocks(
+        [
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content
+        ]
+    )
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

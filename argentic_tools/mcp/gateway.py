@@ -6,7 +6,8 @@ SDK's low-level server, which suits tools that come and go:
 - ``tools/list`` is the live registry in name order, with MCP-valid names (see
   :mod:`argentic_tools.mcp.names`), schemas and annotations; clients hear
   ``notifications/tools/list_changed`` when the fleet changes (handshake-era
-  clients on their connection, 2026-07-28 clients on ``subscriptions/listen``);
+  clients on their connection, 2026-07-28 clients on ``subscriptions/listen``),
+  so its caching hints tell them not to cache it (``ttlMs`` 0, ``cacheScope`` private);
 - ``tools/call`` goes through ``execute_tool``: invalid arguments and tool
   failures are ``isError`` results the model can read; progress becomes
   ``notifications/progress``; a client's cancellation cancels the handler, which
@@ -37,10 +38,12 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from pydantic import TypeAdapter
 
 from .. import __version__
 from .._agent.fleet.info import ToolInfo
 from .._agent.manager import ToolManager
+from .._protocol.content import ContentBlock
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from . import _internals
 from .names import McpNames
@@ -62,6 +65,14 @@ DRAIN_SECONDS = 30.0
 QUIET_SECONDS = 0.5
 """How long a stopping gateway waits, after the last call finished, for a client's
 follow-up requests."""
+
+LIST_TTL_MS = 0
+"""How long a client may cache ``tools/list`` (its ``ttlMs``): not at all, the list
+follows the fleet (clients hear ``notifications/tools/list_changed`` when it changes)."""
+
+LIST_CACHE_SCOPE = "private"
+"""Who may share a cached ``tools/list`` (its ``cacheScope``): only the client that asked,
+since a thread's policy (``X-Argentic-Thread``) filters it."""
 
 RESULT_KEY = "result"
 """Where a result that is not a JSON object goes in ``structuredContent``."""
@@ -183,7 +194,9 @@ class McpGateway:
     ) -> types.ListToolsResult:
         self._active()
         self._refresh()
-        return types.ListToolsResult(tools=self._view(_thread_of(ctx)))
+        return types.ListToolsResult(
+            tools=self._view(_thread_of(ctx)), ttl_ms=LIST_TTL_MS, cache_scope=LIST_CACHE_SCOPE
+        )
 
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self._listed.get(name)
@@ -255,14 +268,23 @@ class McpGateway:
         return self.mcp_result(params.name, result)
 
     def mcp_result(self, name: str, result: ToolResult) -> types.CallToolResult:
-        """A call's result as MCP carries it: text, and structured content when declared."""
+        """A call's result as MCP carries it.
+
+        The tool's content blocks as MCP blocks (annotations and ``_meta`` with them), or
+        else its value as text; ``structuredContent`` when the tool declares an output
+        schema or returned a structured value (a JSON object).
+        """
         if isinstance(result, TaskErrorMessage):
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=result.error)], is_error=True
             )
         value = result.result
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        content: list[Any] = [types.TextContent(type="text", text=text)]
+        content: list[Any]
+        if result.content is not None:
+            content = [mcp_block(block) for block in result.content]
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            content = [types.TextContent(type="text", text=text)]
         tool = self._listed.get(name)
         if tool is not None and tool.output_schema is not None:
             structured = value if _is_object_schema_of(tool, value) else {RESULT_KEY: value}
@@ -445,6 +467,14 @@ def mcp_tool(info: ToolInfo, names: McpNames) -> types.Tool:
         output_schema=output,
         annotations=types.ToolAnnotations(**hints) if hints else None,
     )
+
+
+_BLOCKS: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
+
+
+def mcp_block(block: ContentBlock) -> types.ContentBlock:
+    """One content block as the MCP SDK's: the same JSON shape, annotations and ``_meta``."""
+    return _BLOCKS.validate_python(block.wire())
 
 
 def _is_object_schema_of(tool: types.Tool, value: Any) -> bool:

@@ -1,20 +1,26 @@
-"""Tool names as MCP allows them: 1-128 characters of ``[A-Za-z0-9_.-]``.
+"""Tool names as MCP clients accept them: 1-64 characters of ``[A-Za-z0-9_.-]``.
 
-Registry names are freer (``Email Sender``, ``wetter/heute`` is refused but
-``café`` is not). :class:`McpNames` maps every registered name onto a valid MCP
-name and back, deterministically and without collisions: a valid name keeps
-itself; another becomes its nearest valid spelling, and when that spelling is
-taken (by a valid name, or by another name spelled the same way) it gets a
-suffix derived from the original name, so the same fleet always gets the same
-names whatever order its tools registered in.
+The specification allows 128 characters; the official conformance suite (and
+clients built to it) accept at most 64 (and ``/`` too), so names keep to what both
+accept. Registry names are freer (``Email Sender``, up to 128 characters;
+``wetter/heute`` is refused but ``café`` is not). :class:`McpNames` maps every
+registered name onto a valid MCP name and back, deterministically and without
+collisions: a valid name keeps itself; another becomes its nearest valid spelling
+(cut to 64 characters), and when that spelling is taken (by a valid name, or by
+another name spelled the same way) it gets a suffix derived from the original
+name, so the same fleet always gets the same names whatever order its tools
+registered in.
 """
 
 import hashlib
 import re
 from collections.abc import Iterable
 
-MCP_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-"""What MCP accepts as a tool name."""
+MAX_LENGTH = 64
+"""Longest MCP tool name given out."""
+
+MCP_NAME = re.compile(rf"^[A-Za-z0-9_.-]{{1,{MAX_LENGTH}}}$")
+"""What every MCP client accepts as a tool name."""
 
 _INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -27,12 +33,12 @@ def is_mcp_name(name: str) -> bool:
 def spelled_for_mcp(name: str) -> str:
     """The nearest valid MCP spelling of ``name`` (runs of other characters become ``_``)."""
     spelled = _INVALID.sub("_", name).strip("_") or "tool"
-    return spelled[:128]
+    return spelled[:MAX_LENGTH]
 
 
 def _suffixed(name: str, spelled: str) -> str:
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{spelled[: 128 - 9]}_{digest}"
+    return f"{spelled[: MAX_LENGTH - 9]}_{digest}"
 
 
 class McpNames:

@@ -1,7 +1,5 @@
 """Interoperability with the peer implementation, argentic 0.16, in both directions."""
 
-import logging
-
 import anyio
 import pytest
 
@@ -54,41 +52,28 @@ async def test_unmodified_argentic_tool_registers_with_our_manager_and_serves_ca
 async def test_our_tool_registers_with_an_unmodified_argentic_manager_and_serves_calls(
     mosquitto: Mosquitto, topics: Topics
 ) -> None:
-    from argentic.core.messager.messager import Messager as ArgenticMessager
     from argentic.core.protocol.task import TaskStatus as ArgenticStatus
-    from argentic.core.tools.tool_manager import ToolManager as ArgenticToolManager
 
-    logging.getLogger("argentic").setLevel(logging.WARNING)
-    peer = ArgenticMessager(broker_address="127.0.0.1", port=mosquitto.port, log_level="WARNING")
-    assert await peer.connect()
-    try:
-        their_manager = ArgenticToolManager(
-            peer,
-            log_level="WARNING",
-            register_topic=topics.register,
-            tool_call_topic_base=topics.call_base,
-            tool_response_topic_base=topics.response_base,
-            status_topic=topics.status,
-            default_timeout=10,
-        )
-        await their_manager.async_init()
-        async with ToolService(mosquitto.url, [shout], topics=topics):
-            with anyio.fail_after(10):
-                while "shout" not in their_manager.tools_by_name:
-                    await anyio.sleep(0.01)
-            # Progress reports travel on the response topic argentic's manager reads:
-            # it must ignore them (our tools send them only to callers that ask).
-            their_id = their_manager.tools_by_name["shout"]["id"]
-            progress = ToolProgressMessage(task_id="t", tool_id=their_id, progress=1)
-            partial = ToolPartialMessage(task_id="t", tool_id=their_id, seq=0, chunk="x")
-            async with messager_for(mosquitto.url, topics) as messager:
-                for message in (progress, partial):
-                    await messager.publish(topics.response(their_id), message)
-            result = await their_manager.execute_tool("shout", {"text": "hi"})
-            assert result.status == ArgenticStatus.SUCCESS
-            assert result.result == "HI!"
-            failed = await their_manager.execute_tool("shout", {"text": 1, "extra": 2})
-            assert failed.status in (ArgenticStatus.FAILED, ArgenticStatus.ERROR)
-            assert "shout" in failed.error
-    finally:
-        await peer.disconnect()
+    from tests.support.argentic_peer import argentic_manager
+
+    async with (
+        argentic_manager(mosquitto.port, topics) as their_manager,
+        ToolService(mosquitto.url, [shout], topics=topics),
+    ):
+        with anyio.fail_after(10):
+            while "shout" not in their_manager.tools_by_name:
+                await anyio.sleep(0.01)
+        # Progress reports travel on the response topic argentic's manager reads:
+        # it must ignore them (our tools send them only to callers that ask).
+        their_id = their_manager.tools_by_name["shout"]["id"]
+        progress = ToolProgressMessage(task_id="t", tool_id=their_id, progress=1)
+        partial = ToolPartialMessage(task_id="t", tool_id=their_id, seq=0, chunk="x")
+        async with messager_for(mosquitto.url, topics) as messager:
+            for message in (progress, partial):
+                await messager.publish(topics.response(their_id), message)
+        result = await their_manager.execute_tool("shout", {"text": "hi"})
+        assert result.status == ArgenticStatus.SUCCESS
+        assert result.result == "HI!"
+        failed = await their_manager.execute_tool("shout", {"text": 1, "extra": 2})
+        assert failed.status in (ArgenticStatus.FAILED, ArgenticStatus.ERROR)
+        assert "shout" in failed.error

@@ -19,7 +19,7 @@ from tests.support.clients import manager_for, messager_for
 from tests.support.observers import spy_on_calls
 from tests.support.registrations import registration
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.argentic]
 
 CLIENTS = 100
 

@@ -36,8 +36,8 @@ from argentic_tools._tools.watchdog import LoopWatchdog
 from tests.support import long_proc
 from tests.support.brokers import Mosquitto
 from tests.support.cli import cli_process, connection, lines, read_rest, read_until, run_cli
-from tests.support.clients import manager_for, messager_for
-from tests.support.processes import ToolProcess
+from tests.support.clients import manager_for, manager_with_tools, messager_for
+from tests.support.processes import ToolProcess, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -46,6 +46,7 @@ LONG_TOOLS = (
     "sync_steps",
     "chunks",
     "many",
+    "many_sync",
     "gappy",
     "flood",
     "held_stream",
@@ -63,8 +64,7 @@ def long_prefix() -> str:
 @pytest.fixture(scope="module")
 def long_process(mosquitto: Mosquitto, long_prefix: str) -> Iterator[ToolProcess]:
     """One process serving ``tests.support.long_proc`` for the whole module."""
-    with ToolProcess("tests.support.long_proc", mosquitto.url, long_prefix) as process:
-        process.wait_registered(mosquitto.url, long_prefix, LONG_TOOLS)
+    with serving("tests.support.long_proc", mosquitto.url, long_prefix, LONG_TOOLS) as process:
         yield process
 
 
@@ -73,12 +73,7 @@ async def long_manager(
     mosquitto: Mosquitto, long_prefix: str, long_process: ToolProcess
 ) -> AsyncIterator[ToolManager]:
     topics = Topics.with_prefix(long_prefix)
-    async with (
-        messager_for(mosquitto.url, topics) as messager,
-        manager_for(messager, topics, default_timeout=10) as manager,
-    ):
-        for name in LONG_TOOLS:
-            await manager.wait_for_tool(name, timeout=15)
+    async with manager_with_tools(mosquitto.url, topics, LONG_TOOLS, default_timeout=10) as manager:
         yield manager
 
 
@@ -356,18 +351,31 @@ async def test_leaving_a_stream_early_cancels_it_at_the_tool(
         assert long_manager.pending_calls == 0
 
 
-async def test_a_stream_nobody_reads_ends_at_its_bound_and_stops_the_tool(
-    long_manager: ToolManager, mosquitto: Mosquitto
+async def test_a_stream_of_a_tool_older_than_credit_nobody_reads_ends_at_its_bound(
+    mosquitto: Mosquitto, prefix: str, topics: Topics
 ) -> None:
+    # A tool of protocol 2 is sent no window (as a caller older than protocol 3 sends
+    # none): it sends as fast as the broker takes the chunks, and the caller's bound on
+    # unread chunks ends the call. (A paced stream pauses instead: test_stream_pacing.)
     count = 20 * STREAM_BUFFER_CHUNKS
-    async with spy_on(long_manager, mosquitto.port, "many") as spy:
-        async with long_manager.stream_tool("many", {"count": count, "size": 1024}) as stream:
+    async with (
+        ToolProcess("tests.support.unpaced_proc", mosquitto.url, prefix),
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, default_timeout=30) as long_manager,
+    ):
+        await long_manager.wait_for_tool("many", timeout=15)
+        async with (
+            spy_on(long_manager, mosquitto.port, "many") as spy,
+            long_manager.stream_tool("many", {"count": count, "size": 1024}) as stream,
+        ):
             first = await anext(stream)
             # The caller stops reading; the call ends by itself once the bound is reached.
             runner = stream._runner
             assert runner is not None
             with anyio.fail_after(30):
                 await asyncio.wait({runner})
+            task = await spy.until("TASK")
+            assert task["stream"] is True and "stream_window" not in task
             # The chunks held for the caller: the bound, not the 20,000 the tool would send.
             assert len(stream._chunks) == STREAM_BUFFER_CHUNKS
             result = stream.result
@@ -377,11 +385,11 @@ async def test_a_stream_nobody_reads_ends_at_its_bound_and_stops_the_tool(
             assert result.details["limit"] == STREAM_BUFFER_CHUNKS
             # The chunks held so far are still read, in order, then the iteration ends.
             rest = [chunk async for chunk in stream]
-        assert [int(chunk[:8]) for chunk in [first, *rest]] == list(range(1 + len(rest)))
-        assert len(rest) == STREAM_BUFFER_CHUNKS
-        await spy.until("TOOL_CANCEL", task_id=result.task_id)
-        await spy.until("cancelled", task_id=result.task_id)
-    assert long_manager.pending_calls == 0
+            assert [int(chunk[:8]) for chunk in [first, *rest]] == list(range(1 + len(rest)))
+            assert len(rest) == STREAM_BUFFER_CHUNKS
+            await spy.until("TOOL_CANCEL", task_id=result.task_id)
+            await spy.until("cancelled", task_id=result.task_id)
+        assert long_manager.pending_calls == 0
 
 
 async def test_a_reading_caller_gets_every_chunk_of_a_long_stream_in_order(
@@ -415,7 +423,18 @@ async def test_a_missing_chunk_ends_the_stream_without_waiting_for_the_result(
     assert isinstance(result, TaskErrorMessage), result
     assert result.error_code == "stream_interrupted"
     assert "chunk 3 never came" in result.error
-    assert result.details == {"delivered": 3, "missing": 3, "held": 6}
+    # What was lost, and why as far as the caller knows: no connection dropped.
+    assert "3 chunk(s) were delivered, in order (the last one received was chunk 9)" in (
+        result.error
+    )
+    assert "although both connections stayed up" in result.error
+    assert result.details == {
+        "delivered": 3,
+        "missing": 3,
+        "held": 6,
+        "last_seq": 9,
+        "cause": "broker_queue",
+    }
     assert long_manager.pending_calls == 0
 
 

@@ -1,13 +1,15 @@
 """``argentic-tools history``: the calls a SqliteRecorder kept, as a table or JSON, filtered."""
 
+import base64
 import json
 import time
 from pathlib import Path
 
 import pytest
 
-from argentic_tools import SqliteRecorder
+from argentic_tools import Image, ResourceLink, SqliteRecorder, Text
 from tests.support.cli import one_error_line, run_installed_cli
+from tests.support.media_tools import TINY_PNG
 from tests.support.observations import observation
 
 pytestmark = pytest.mark.anyio
@@ -70,3 +72,27 @@ async def test_history_of_a_file_that_is_not_a_history_exits_2_with_one_line(
 
     assert completed.returncode == 2
     assert "cannot be read as a call history" in one_error_line(completed)
+
+
+async def test_history_shows_content_blocks_as_call_prints_them_and_large_data_as_its_size(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "media.db"
+    mixed = [Text("a chart"), Image(TINY_PNG), ResourceLink("file:///chart.csv", "chart.csv")]
+    large = Image(TINY_PNG + bytes(100_000 - len(TINY_PNG)))
+    async with SqliteRecorder(path) as recorder:  # a 16 KiB cap
+        recorder.record(observation(1, tool_name="mixed", content=[b.wire() for b in mixed]))
+        recorder.record(observation(2, tool_name="big_image", content=[large.wire()]))
+    table = await run_installed_cli("history", "--history", str(path))
+    assert table.returncode == 0, table.stderr
+    text = table.stdout.decode()
+    assert "Content" in text
+    assert f"[image/png, {len(TINY_PNG)} B]" in text  # kept whole: it fits the cap
+    assert "[link chart.csv: file:///chart.csv]" in text
+    assert "[image/png, 100.0 KB, not kept]" in text  # past the cap: its type and size
+    as_json = await run_installed_cli("history", "--history", str(path), "--json")
+    calls = {call["tool_name"]: call for call in json.loads(as_json.stdout)}
+    assert calls["big_image"]["content"] == [
+        {"type": "image", "mimeType": "image/png", "__truncated__": True, "bytes": 100_000}
+    ]
+    assert calls["mixed"]["content"][1]["data"] == base64.b64encode(TINY_PNG).decode()

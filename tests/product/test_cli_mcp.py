@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
-from tests.product.test_mcp import http_gateway
 from tests.support.brokers import Mosquitto
 from tests.support.cli import lines, one_error_line, run_cli
+from tests.support.gateways import http_gateway
 from tests.support.processes import ROOT, ToolProcess
 
 pytestmark = pytest.mark.anyio

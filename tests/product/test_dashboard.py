@@ -50,6 +50,7 @@ from tests.support.cli import (
     run_cli,
 )
 from tests.support.clients import manager_for, messager_for
+from tests.support.media_tools import HTML
 from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
 
 pytestmark = pytest.mark.anyio
@@ -748,3 +749,103 @@ async def test_with_a_history_file_the_dashboard_lists_older_calls_with_filters(
             assert [call["tool_name"] for call in json.loads(body)["calls"]] == ["fail"]
             _, _, state = await fetch(port, "/api/state")
             assert json.loads(state)["history"] == str(path)
+
+
+async def test_a_calls_details_show_images_play_audio_and_keep_html_as_text(
+    browser: Browser,
+    mosquitto: Mosquitto,
+    prefix: str,
+    manager: ToolManager,
+    dashboard: str,
+) -> None:
+    async with ToolProcess("tests.support.media_tools", mosquitto.url, prefix):
+        await manager.wait_for_tool("html_note", timeout=30)
+        page = await open_page(browser, dashboard)
+
+        async def details(tool: str, arguments: dict[str, Any] | None = None) -> None:
+            result = await manager.execute_tool(tool, arguments or {})
+            assert result.ok, result
+            row = f"document.querySelector('tr[data-task-id={js(result.task_id)}]')"
+            await page.wait_for(f"{row} && {row}.dataset.status === 'success'", PAGE_TIMEOUT)
+            await page.evaluate(f"{row}.click()")
+            await page.wait_for(
+                f"document.getElementById('detail-content').dataset.taskId === {js(result.task_id)}"
+                " && !document.getElementById('detail-content-box').hidden",
+                PAGE_TIMEOUT,
+            )
+
+        # The image shows: decoded by the browser (the page's CSP lets data: images in).
+        await details("mixed")
+        size = await page.wait_for(
+            """(() => {
+                const image = document.querySelector('#detail-content img');
+                return image && image.complete && image.naturalWidth > 0 &&
+                    [image.naturalWidth, image.naturalHeight];
+            })()""",
+            PAGE_TIMEOUT,
+        )
+        assert size == [1, 1]
+        blocks = await page.evaluate(
+            "[...document.querySelectorAll('#detail-content .block')]"
+            ".map((block) => [block.dataset.type, block.textContent])"
+        )
+        assert blocks == [
+            ["text", "a chart and its source"],
+            ["image", ""],
+            ["resource_link", "[link chart.csv: file:///chart.csv]"],
+            ["text", '{"rows": 3}'],
+        ]
+
+        # The audio plays from a data: URL too (media-src data:), with its controls.
+        await details("beep")
+        audio = await page.wait_for(
+            """(() => {
+                const audio = document.querySelector('#detail-content audio');
+                return audio && audio.readyState >= 1 && [audio.controls, audio.src.slice(0, 20)];
+            })()""",
+            PAGE_TIMEOUT,
+        )
+        assert audio == [True, "data:audio/wav;base6"]
+
+        # The call form's answer shows its image too.
+        await page.evaluate(
+            """(() => {
+                const select = document.getElementById('form-tool');
+                select.value = 'tiny_image';
+                select.dispatchEvent(new Event('change'));
+                document.getElementById('form-submit').click();
+            })()"""
+        )
+        await page.wait_for(
+            "(() => { const image = document.querySelector('#form-content img');"
+            " return image && image.complete && image.naturalWidth === 1; })()",
+            PAGE_TIMEOUT,
+        )
+
+        # HTML in a text block stays text; an SVG is no image here, only a download.
+        await details("html_note")
+        shown = await page.evaluate(
+            """(() => {
+                const box = document.getElementById('detail-content');
+                return {
+                    text: box.querySelector('pre').textContent,
+                    elements: [...box.querySelectorAll('img, script, b, svg, object, iframe')]
+                        .length,
+                    download: [...box.querySelectorAll('a')].map((a) => [a.textContent,
+                        a.getAttribute('href').split(',')[0], a.getAttribute('download')]),
+                    pwned: window.pwned === undefined ? null : window.pwned,
+                };
+            })()"""
+        )
+    assert shown == {
+        "text": HTML,
+        "elements": 0,
+        "download": [
+            [
+                "Download image/svg+xml, 79 B",
+                "data:application/octet-stream;base64",
+                "content-2.bin",
+            ]
+        ],
+        "pwned": None,
+    }

@@ -5,7 +5,6 @@ the real third-party ``mcp-server-time`` brought onto the bus by the bridge.
 The full loop (MCP client -> gateway -> MQTT -> ``argentic-tools mcp bridge`` ->
 ``mcp-server-time``) runs as the README shows it, in ``tests/product/test_readme.py``."""
 
-import contextlib
 import functools
 import logging
 import os
@@ -13,7 +12,7 @@ import pathlib
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from typing import Any, cast
 
@@ -23,10 +22,8 @@ import pytest
 mcp = pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
 import mcp_types as types  # noqa: E402
-from anyio.abc import Process  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
@@ -40,9 +37,10 @@ from argentic_tools import (  # noqa: E402
 from argentic_tools.mcp.bridge import McpBridge  # noqa: E402
 from argentic_tools.mcp.gateway import McpGateway  # noqa: E402
 from argentic_tools.mcp.names import is_mcp_name  # noqa: E402
-from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
+from tests.support.brokers import Mosquitto, free_port  # noqa: E402
 from tests.support.clients import manager_for, messager_for  # noqa: E402
-from tests.support.processes import ROOT, ToolProcess  # noqa: E402
+from tests.support.gateways import http_gateway, stdio_gateway  # noqa: E402
+from tests.support.processes import ToolProcess  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -79,26 +77,6 @@ def long_tools(mosquitto: Mosquitto, mcp_prefix: str) -> Iterator[ToolProcess]:
     with ToolProcess("tests.support.long_proc", mosquitto.url, mcp_prefix) as process:
         process.wait_registered(mosquitto.url, mcp_prefix, ("steps", "sync_steps", "chunks"))
         yield process
-
-
-def gateway_command(url: str, prefix: str, *extra: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "argentic_tools",
-        "mcp",
-        "serve",
-        "--broker",
-        url,
-        "--topic-prefix",
-        prefix,
-        *extra,
-    ]
-
-
-def stdio_gateway(url: str, prefix: str) -> StdioServerParameters:
-    command = gateway_command(url, prefix)
-    return StdioServerParameters(command=command[0], args=command[1:], env=child_env(), cwd=ROOT)
 
 
 class Notifications:
@@ -283,34 +261,6 @@ async def initialize_at(session: ClientSession, version: str) -> types.Initializ
     session.adopt(result)
     await session.send_notification(types.InitializedNotification())
     return result
-
-
-@contextlib.asynccontextmanager
-async def http_gateway(url: str, prefix: str, *options: str) -> AsyncIterator[tuple[str, Process]]:
-    """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL and process.
-
-    ``options`` come after ``--http 127.0.0.1:0``; the path they choose ends with /mcp.
-    """
-    process = await anyio.open_process(
-        gateway_command(url, prefix, "--http", "127.0.0.1:0", "--log-level", "INFO", *options),
-        cwd=ROOT,
-        env=child_env(),
-    )
-    try:
-        assert process.stderr is not None
-        text = b""
-        with anyio.fail_after(20):
-            while b"/mcp\n" not in text:
-                text += await process.stderr.receive()
-        line = text.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode()
-        yield line.strip(), process
-    finally:
-        process.send_signal(signal.SIGTERM)
-        with anyio.move_on_after(15):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
-        await process.aclose()
 
 
 async def test_the_http_gateway_serves_every_era_and_per_thread_views(

@@ -37,6 +37,7 @@ def test_readme_has_the_examples_this_test_runs() -> None:
         "# my_tools.py",
         "# class_tools.py",
         "# long_tools.py",
+        "# media_tools.py",
     ]
 
 
@@ -101,9 +102,14 @@ def test_readme_python_blocks_run_against_a_real_broker(
         "cancelled at the tool",
         "cancelled",
     ]
-    stats, traced = outputs[4].splitlines()
+    assert outputs[4].splitlines() == [
+        "{'count': 3, 'max': 3.0}",
+        "image/svg+xml text",
+        "[resource link q3.pdf: file:///reports/q3.pdf]",
+    ]
+    stats, traced = outputs[5].splitlines()
     # Every README tool process answered for itself; the call is one span here.
-    assert {"add", "crawl", "lines"} <= set(json.loads(stats.replace("'", '"')))
+    assert {"add", "crawl", "lines", "chart"} <= set(json.loads(stats.replace("'", '"')))
     assert traced == "['execute_tool add']"
 
 

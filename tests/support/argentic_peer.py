@@ -6,12 +6,17 @@ argentic ``BaseTool`` named ``argentic_upper`` and serves it until SIGTERM.
 
 import argparse
 import asyncio
+import contextlib
+import logging
 import signal
+from collections.abc import AsyncIterator
 from typing import Any
 
 from argentic.core.messager.messager import Messager
 from argentic.core.tools.tool_base import BaseTool
 from pydantic import BaseModel, Field
+
+from argentic_tools import Topics
 
 
 class UpperArgs(BaseModel):
@@ -59,6 +64,30 @@ async def main() -> None:
     await stop.wait()
     await tool.unregister()
     await messager.disconnect()
+
+
+@contextlib.asynccontextmanager
+async def argentic_manager(port: int, topics: Topics) -> AsyncIterator[Any]:
+    """An unmodified argentic 0.16 ToolManager on 127.0.0.1:``port``, initialised."""
+    from argentic.core.tools.tool_manager import ToolManager as ArgenticToolManager
+
+    logging.getLogger("argentic").setLevel(logging.WARNING)
+    peer = Messager(broker_address="127.0.0.1", port=port, log_level="WARNING")
+    assert await peer.connect()
+    try:
+        manager = ArgenticToolManager(
+            peer,
+            log_level="WARNING",
+            register_topic=topics.register,
+            tool_call_topic_base=topics.call_base,
+            tool_response_topic_base=topics.response_base,
+            status_topic=topics.status,
+            default_timeout=10,
+        )
+        await manager.async_init()
+        yield manager
+    finally:
+        await peer.disconnect()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """The caller's side as the tests build it: a Messager and a ToolManager on a test's topics."""
 
+import contextlib
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from argentic_tools import Messager, ToolManager, Topics
@@ -16,3 +18,17 @@ def messager_for(url: str, topics: Topics, **kwargs: Any) -> Messager:
 
 def manager_for(messager: Messager, topics: Topics, **kwargs: Any) -> ToolManager:
     return ToolManager(messager, topics=topics, **kwargs)
+
+
+@contextlib.asynccontextmanager
+async def manager_with_tools(
+    url: str, topics: Topics, names: Iterable[str], **kwargs: Any
+) -> AsyncIterator[ToolManager]:
+    """A manager on ``url`` and ``topics``, once every tool in ``names`` is registered."""
+    async with (
+        messager_for(url, topics) as messager,
+        manager_for(messager, topics, **kwargs) as manager,
+    ):
+        for name in names:
+            await manager.wait_for_tool(name, timeout=15)
+        yield manager

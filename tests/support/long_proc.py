@@ -86,6 +86,13 @@ async def many(count: int, size: int) -> AsyncIterator[str]:
 
 
 @tool
+def many_sync(count: int, size: int) -> Iterator[str]:
+    """:func:`many` as a sync generator (it runs in a worker thread)."""
+    for i in range(count):
+        yield f"{i:08d}".ljust(size, "x")
+
+
+@tool
 async def gappy(context: ToolContext, count: int, lost: int, hold: float) -> int:
     """Send chunks 0 to ``count - 1`` but ``lost`` (as if the broker lost it), then work
     ``hold`` seconds more before returning ``count``."""
@@ -147,6 +154,7 @@ TOOLS = [
     sync_steps,
     chunks,
     many,
+    many_sync,
     gappy,
     flood,
     held_stream,

@@ -24,7 +24,12 @@ line each time it is asked for its tools.
 ``--grow``
     a tool ``grow`` that adds a tool ``grown`` to the list, silently;
 ``--list-changed``
-    ``--grow``, declaring ``tools.listChanged`` and sending the notification.
+    ``--grow``, declaring ``tools.listChanged`` and sending the notification;
+``--blocks``
+    tools whose results are content blocks other than plain text (:data:`BLOCKS`):
+    ``picture`` (an annotated image with ``_meta`` and a text), ``resources`` (embedded
+    text and blob resources and a resource link) and ``measured`` (an image beside
+    structured content, with an output schema).
 """
 
 import argparse
@@ -55,6 +60,73 @@ def _huge_schema() -> dict[str, Any]:
         f"field_{n}": {"type": "string", "description": description} for n in range(count)
     }
     return _object(properties, [])
+
+
+PNG64 = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAACklEQVR4nGNoAAAAggCBd81ytgAAAABJRU5ErkJggg=="
+)
+"""A 1x1 PNG, base64."""
+
+BLOCKS: dict[str, list[types.ContentBlock]] = {
+    "picture": [
+        types.ImageContent(
+            type="image",
+            data=PNG64,
+            mime_type="image/png",
+            annotations=types.Annotations(audience=["user"], priority=0.5),
+            meta={"example.com/origin": "test"},
+        ),
+        types.TextContent(
+            type="text",
+            text="a grey pixel",
+            annotations=types.Annotations(
+                audience=["assistant"], last_modified="2026-01-01T00:00:00Z"
+            ),
+        ),
+    ],
+    "resources": [
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.TextResourceContents(
+                uri="test://notes/1", mime_type="text/plain", text="first note"
+            ),
+            annotations=types.Annotations(priority=1.0),
+        ),
+        types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(
+                uri="test://blobs/1", mime_type="application/octet-stream", blob="AAEC"
+            ),
+        ),
+        types.ResourceLink(
+            type="resource_link",
+            uri="test://reports/1",
+            name="report-1",
+            description="The first report",
+            mime_type="application/pdf",
+            meta={"example.com/pages": 3},
+        ),
+    ],
+    "measured": [types.ImageContent(type="image", data=PNG64, mime_type="image/png")],
+}
+"""What the ``--blocks`` tools answer, block for block."""
+
+MEASURED = {"width": 1, "height": 1}
+"""The structured content of ``measured``."""
+
+
+def _block_tools() -> list[types.Tool]:
+    size = {"type": "integer"}
+    return [
+        types.Tool(name="picture", description="An image.", input_schema=_object({}, [])),
+        types.Tool(name="resources", description="Resources.", input_schema=_object({}, [])),
+        types.Tool(
+            name="measured",
+            description="An image and its size.",
+            input_schema=_object({}, []),
+            output_schema=_object({"width": size, "height": size}, ["width", "height"]),
+        ),
+    ]
 
 
 def tools_from(args: argparse.Namespace) -> list[types.Tool]:
@@ -105,6 +177,8 @@ def tools_from(args: argparse.Namespace) -> list[types.Tool]:
                 input_schema=_object({}, []),
             )
         )
+    if args.blocks:
+        tools.extend(_block_tools())
     if args.grow or args.list_changed:
         tools.append(
             types.Tool(
@@ -140,6 +214,9 @@ def server_for(args: argparse.Namespace) -> tuple[Server[Any], NotificationOptio
             text = str(arguments["text"]).upper() + suffix
         elif params.name == "add":
             text = str(int(arguments["a"]) + int(arguments["b"]))
+        elif params.name in BLOCKS:
+            structured = MEASURED if params.name == "measured" else None
+            return types.CallToolResult(content=BLOCKS[params.name], structured_content=structured)
         elif params.name == "fail":
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text="it failed on purpose")],
@@ -187,6 +264,7 @@ def main() -> None:
     parser.add_argument("--failing", action="store_true")
     parser.add_argument("--grow", action="store_true")
     parser.add_argument("--list-changed", action="store_true")
+    parser.add_argument("--blocks", action="store_true")
     args = parser.parse_args()
     if args.require_env and args.require_env not in os.environ:
         print(f"error: {args.require_env} is not set", file=sys.stderr, flush=True)

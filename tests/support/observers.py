@@ -91,6 +91,25 @@ async def spy_on_calls(url: str, topics: Topics, tool_id: str) -> AsyncIterator[
         yield CallSpy(client)
 
 
+@contextlib.asynccontextmanager
+async def spy_on_results(url: str, topics: Topics) -> AsyncIterator[AsyncIterator[bytes]]:
+    """Subscribe (QoS 1) to every reply topic: yields the raw payloads of the results.
+
+    For a test that checks what a result looks like on the wire, byte for byte.
+    """
+    broker = BrokerURL.parse(url)
+    async with aiomqtt.Client(broker.host, broker.port) as client:
+        await client.subscribe(f"{topics.response_base}/#", qos=1)
+
+        async def results() -> AsyncIterator[bytes]:
+            async for message in client.messages:
+                payload = bytes(message.payload)
+                if b'"status"' in payload:
+                    yield payload
+
+        yield results()
+
+
 class Rendezvous:
     """A ``meet`` tool whose calls all return once ``parties`` of them are running at once.
 

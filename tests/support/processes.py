@@ -1,9 +1,10 @@
 """Processes the tests start: the repository's root, and tool processes a test can kill."""
 
+import contextlib
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import anyio
@@ -105,6 +106,14 @@ class ToolProcess:
             return ""
         assert self.process.stdout is not None
         return self.process.stdout.read().decode(errors="replace")
+
+
+@contextlib.contextmanager
+def serving(module: str, url: str, prefix: str, names: Iterable[str]) -> Iterator[ToolProcess]:
+    """A :class:`ToolProcess` of ``module``, once it has registered every tool in ``names``."""
+    with ToolProcess(module, url, prefix) as process:
+        process.wait_registered(url, prefix, names)
+        yield process
 
 
 TEST_TOOLS = ("echo", "sleep", "fail", "crash", "unserialisable", "whoami", "count")

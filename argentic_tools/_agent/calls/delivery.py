@@ -20,7 +20,7 @@ from pydantic import TypeAdapter
 from ..._lifecycle import TaskSet
 from ..._logging import InstanceLogger
 from ..._protocol.encoding import encode_fields
-from ..._protocol.messages import CallContext, TaskMessage, ToolCancelMessage
+from ..._protocol.messages import CallContext, TaskMessage, ToolCancelMessage, ToolCreditMessage
 from ..._protocol.topics import Topics
 from ..._transport import Messager
 from ..fleet.registry import ToolRegistry
@@ -134,6 +134,25 @@ class Delivery:
             "cancel",
         )
 
+    def grant(self, call: Pending, read: int) -> None:
+        """Tell the tool that the reader of ``call``'s stream has taken ``read`` chunks.
+
+        Sent on the call topic, as a cancellation is, so only the caller's own grants
+        count. Grants are cumulative: one lost is made good by the next.
+        """
+        if not call.published or call.future.done():
+            return
+        message = ToolCreditMessage(
+            source=self.messager.client_id,
+            task_id=call.task_id,
+            tool_id=call.tool_id,
+            read=read,
+        )
+        self._tasks.spawn(
+            publish_quietly(self.messager, self._logger, self.call_topic(call.tool_id), message),
+            "credit",
+        )
+
     def resend(self, call: Pending) -> None:
         """Send the task of ``call`` again, now: its tool registered again after losing it.
 
@@ -194,6 +213,7 @@ class Delivery:
                     ),
                     "report_progress": True if watch is not None and watch.wants_progress else None,
                     "stream": True if watch is not None and watch.streams else None,
+                    "stream_window": None if watch is None else watch.window,
                     "traceparent": spec.traceparent,
                     "tracestate": spec.tracestate,
                     # Plain Argentic tools answer on the shared topic whatever it says.

@@ -8,6 +8,11 @@ the waiting call, which runs the caller's callbacks in its own task before it
 returns the result. Chunks are put back in ``seq`` order and each is delivered
 once, whatever the broker redelivers.
 
+A streamed call to a tool of protocol 3 or later is paced by its reader: the task
+carries a window (:data:`STREAM_WINDOW`) and the caller grants credit as its reader
+takes chunks (:meth:`CallWatch.taken`), every half window, so the tool never has more
+than a window of chunks in flight or unread and waits instead (see ``docs/protocol.md``).
+
 A chunk that is missing (the chunks after it came, it did not) is waited for at most
 :data:`STREAM_GAP_SECONDS`, and at most :data:`STREAM_HELD_CHUNKS` later chunks are
 held meanwhile: a chunk the broker lost never comes (a tool does not send a chunk
@@ -36,6 +41,14 @@ BatchProgressCallback = Callable[
 
 ChunkSink = Callable[[Any], None]
 """Receives each streamed chunk, in order, once; may raise :class:`BrokenStreamError`."""
+
+STREAM_WINDOW = 256
+"""Chunks a paced stream's tool may send beyond what the reader has taken.
+
+It bounds what one stream holds at the broker for this caller's connection, so it stays
+well below the broker's queue per client (mosquitto: ``max_queued_messages``, 1,000 by
+default, beyond the 20 in flight), which drops what does not fit: ``n`` streams read
+slowly at once hold up to ``n`` windows there. Credit goes back every half window."""
 
 STREAM_GAP_SECONDS = 5.0
 """How long a missing chunk is waited for once a later one came; the call then ends
@@ -114,17 +127,22 @@ class CallWatch:
     __slots__ = (
         "_events",
         "_gap_since",
+        "_granted",
         "_held",
         "_progress_seq",
         "_wakeup",
         "cap_at",
         "collected",
+        "credit",
         "delivered",
+        "highest",
         "idle",
         "on_chunk",
         "on_progress",
+        "read",
         "reports",
         "timer",
+        "window",
     )
 
     def __init__(
@@ -146,6 +164,15 @@ class CallWatch:
         """Chunks delivered in order (the next expected chunk's ``seq``)."""
         self.collected: list[Any] = []
         """The chunks delivered, in order: the result of a generator tool that streamed."""
+        self.highest = -1
+        """The highest chunk ``seq`` received (-1: none), delivered or not."""
+        self.window: int | None = None
+        """The stream's window when the tool paces it by its reader (None: unpaced)."""
+        self.read = 0
+        """Chunks the reader has taken."""
+        self.credit: Callable[[int], object] | None = None
+        """Sends the tool a grant (``read`` so far) while the call runs."""
+        self._granted = 0
         self._progress_seq = 0
         self._held: dict[int, Any] = {}
         self._gap_since: float | None = None
@@ -188,7 +215,9 @@ class CallWatch:
             seq = message.seq
             if seq < self.delivered or seq in self._held or self.on_chunk is None:
                 return  # delivered already, or a redelivery
-            self._held[seq] = message.chunk
+            if seq > self.highest:
+                self.highest = seq
+            self._held[seq] = chunk_of(message)
             while self.delivered in self._held:
                 chunk = self._held.pop(self.delivered)
                 self.collected.append(chunk)
@@ -203,6 +232,26 @@ class CallWatch:
             deadline = self._next_deadline(loop.time())
             self.timer.reschedule(deadline)
         self.wake()
+
+    def taken(self) -> None:
+        """The reader took one chunk: every half window, the tool gets credit for more."""
+        self.read = read = self.read + 1
+        window = self.window
+        if window is None or self.credit is None:
+            return
+        if read - self._granted >= max(window // 2, 1):
+            self._granted = read
+            self.credit(read)
+
+    @property
+    def paused(self) -> bool:
+        """True when the tool has sent all its credit allows: it waits for the reader."""
+        return self.window is not None and self.delivered >= self._granted + self.window
+
+    @property
+    def granted(self) -> int:
+        """The ``read`` of the last grant sent (the tool may send a window beyond it)."""
+        return self._granted
 
     def wake(self) -> None:
         """Let the waiting call look at its events (or its result)."""
@@ -276,3 +325,11 @@ class CallWatch:
     def missing(self) -> list[int]:
         """Chunks that arrived after a gap, whose predecessors never came."""
         return sorted(self._held)
+
+
+def chunk_of(message: ToolPartialMessage) -> Any:
+    """What a chunk message delivers: its block(s) when it carries some, else its value."""
+    content = message.content
+    if not content:
+        return message.chunk
+    return list(content) if isinstance(message.chunk, list) else content[0]

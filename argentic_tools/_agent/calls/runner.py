@@ -18,7 +18,12 @@ from collections.abc import Callable
 import anyio
 
 from ..._errors import BrokerError, PayloadTooLargeError
-from ..._protocol.messages import TaskErrorMessage, TaskStatus, ToolResult
+from ..._protocol.messages import (
+    STREAM_CREDIT_PROTOCOL,
+    TaskErrorMessage,
+    TaskStatus,
+    ToolResult,
+)
 from ..._telemetry import (
     CallerMetrics,
     Span,
@@ -35,7 +40,7 @@ from .book import CallBook
 from .delivery import Delivery
 from .endings import assembled, broken, checked, error, failed, timed_out, undeliverable
 from .pending import CallSpec, Pending, ToolGoneError, UnsendableTaskError
-from .progress import BrokenStreamError
+from .progress import STREAM_WINDOW, BrokenStreamError, CallWatch
 
 CANCEL_SEND_SECONDS = 2.0
 """How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
@@ -121,11 +126,17 @@ class CallRunner:
                             watch.timer = timer
                             if watch.idle is not None:  # the idle time counts from the send
                                 timer.reschedule(watch.first_deadline(loop))
+                            self._pace(call, watch)
                         call.sent_on = await self._delivery.send(call)
                         if watch is None:
                             result: ToolResult = await call.future
                         else:
-                            result = assembled(self._source, call, await watch.result(call.future))
+                            result = assembled(
+                                self._source,
+                                call,
+                                await watch.result(call.future),
+                                self._reconnected(call),
+                            )
                 except TimeoutError:
                     result = timed_out(self._source, call, self._calls.window_of(call.tool_id))
                     if call.published:
@@ -150,7 +161,7 @@ class CallRunner:
                     raise
                 except BrokenStreamError as exc:
                     # The caller stopped reading, or a chunk was lost: the tool stops too.
-                    result = broken(self._source, call, exc)
+                    result = broken(self._source, call, exc, self._reconnected(call))
                     self._delivery.cancel_at_tool(call, exc.why)
                 except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
                     result = undeliverable(self._source, call, exc)
@@ -167,6 +178,7 @@ class CallRunner:
                 finally:
                     if watch is not None:
                         watch.timer = None
+                        watch.credit = None  # a reader still reading sends no more grants
                     self._calls.forget(call.task_id)
                 result = checked(self._source, call, result)
             else:
@@ -177,6 +189,21 @@ class CallRunner:
             self._ended_cancelled(spec, span, started, call)
             raise
         return self._ended(spec, span, started, result)
+
+    def _pace(self, call: Pending, watch: CallWatch) -> None:
+        """Pace a streamed call by its reader when its tool can (protocol 3 and later)."""
+        protocol = call.entry.protocol
+        if watch.streams and protocol is not None and protocol >= STREAM_CREDIT_PROTOCOL:
+            watch.window = STREAM_WINDOW
+            watch.credit = lambda read: self._delivery.grant(call, read)
+
+    def _reconnected(self, call: Pending) -> bool:
+        """Whether this caller's or the tool's connection dropped since the task went out."""
+        if 0 < call.sent_on < self._delivery.messager.connections:
+            return True
+        current = self._calls.registry.get(call.tool_id)
+        then, now = call.entry.connection, None if current is None else current.connection
+        return then is not None and now is not None and now > then
 
     async def _after_settling(
         self, spec: CallSpec, not_found: TaskErrorMessage, policy: ToolPolicy

@@ -16,9 +16,11 @@ STREAM_CLOSE_SECONDS = 5.0
 """How long closing a stream early waits for its call to end (its TOOL_CANCEL is sent)."""
 
 STREAM_BUFFER_CHUNKS = 1000
-"""How many chunks a stream holds that its caller has not read yet. One more ends the
-call with ``stream_interrupted`` (``details``: ``unread``, ``limit``) and cancels it at
-the tool, instead of holding every chunk the tool sends while nobody reads."""
+"""How many chunks a stream holds that its caller has not read yet, for a tool that does
+not pace its stream by the reader (older than protocol 3; a tool that does never sends
+more than :data:`~.progress.STREAM_WINDOW` unread chunks). One more ends the call with
+``stream_interrupted`` (``details``: ``unread``, ``limit``) and cancels it at the tool,
+instead of holding every chunk the tool sends while nobody reads."""
 
 
 class ToolStream:
@@ -31,10 +33,14 @@ class ToolStream:
     iteration with its error as the result. Use ``async with`` (or call
     :meth:`aclose`) to cancel the call at the tool when you stop early.
 
-    Chunks the caller has not read yet wait in the stream, up to
-    :data:`STREAM_BUFFER_CHUNKS`: a caller that stops reading while the tool goes
-    on sending ends the call with ``stream_interrupted`` naming that limit (the
-    tool is told to stop), and reads the chunks already held before that result.
+    The stream is paced by its reader: the tool sends at most
+    :data:`~.progress.STREAM_WINDOW` chunks beyond those read, and waits while the
+    reader is slower or stops reading; nothing is dropped. A reader that stops until
+    the call's timeout ends the call with ``timeout`` (the error names the window and
+    how many chunks were delivered), and reads the chunks already held before that
+    result. A tool older than protocol 3 does not wait: past
+    :data:`STREAM_BUFFER_CHUNKS` unread chunks its call ends with
+    ``stream_interrupted`` naming that limit (the tool is told to stop).
 
     Example:
         >>> async with manager.stream_tool("crawl", {"url": url}) as stream:  # doctest: +SKIP
@@ -98,7 +104,11 @@ class ToolStream:
         runner = self._start()
         while True:
             if self._chunks:
-                return self._chunks.popleft()
+                chunk = self._chunks.popleft()
+                watch = self.spec.watch if self.spec is not None else None
+                if watch is not None:
+                    watch.taken()
+                return chunk
             if runner.done():
                 runner.result()  # a bug in the call itself surfaces here
                 raise StopAsyncIteration

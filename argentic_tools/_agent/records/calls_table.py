@@ -37,7 +37,8 @@ CREATE TABLE IF NOT EXISTS calls (
     started_at REAL NOT NULL,
     ended_at REAL NOT NULL,
     arguments TEXT,
-    result TEXT
+    result TEXT,
+    content TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_by_time ON calls (ended_at);
 CREATE INDEX IF NOT EXISTS calls_by_tool ON calls (tool_name, ended_at);
@@ -48,14 +49,29 @@ COMMIT;
 
 INSERT = (
     "INSERT INTO calls (call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, "
-    "error_code, error, duration_ms, started_at, ended_at, arguments, result) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "error_code, error, duration_ms, started_at, ended_at, arguments, result, content) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 SELECT = (
     "SELECT call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, error_code, "
-    "duration_ms, arguments, result, error, ended_at FROM calls"
+    "duration_ms, arguments, result, error, ended_at, {content} FROM calls"
 )
+
+
+def add_content_column(connection: sqlite3.Connection) -> None:
+    """Give a history written before content blocks its ``content`` column."""
+    if "content" in _columns(connection):
+        return
+    try:
+        connection.execute("ALTER TABLE calls ADD COLUMN content TEXT")
+    except sqlite3.OperationalError as exc:
+        if "duplicate column" not in str(exc):  # another process added it just now
+            raise
+
+
+def _columns(connection: sqlite3.Connection) -> set[str]:
+    return {row[1] for row in connection.execute("PRAGMA table_info(calls)")}
 
 
 def read_calls(
@@ -108,12 +124,14 @@ def read_calls(
         clauses.append("(status = ? OR error_code = ?)")
         parameters += [outcome, outcome]
     where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-    sql = f"{SELECT}{where} ORDER BY ended_at DESC, id DESC LIMIT ?"
     parameters.append(-1 if limit is None else limit)
     uri = f"{path.resolve().as_uri()}?mode=ro"
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
+            # A history written before content blocks has no content column.
+            content = "content" if "content" in _columns(connection) else "NULL"
+            sql = f"{SELECT.format(content=content)}{where} ORDER BY ended_at DESC, id DESC LIMIT ?"
             rows = connection.execute(sql, parameters).fetchall()
         finally:
             connection.close()
@@ -131,7 +149,7 @@ def _seconds(moment: float | datetime | None) -> float | None:
 def _observation(row: tuple[Any, ...]) -> Observation:
     names = [field.name for field in dataclasses.fields(Observation)]
     values = dict(zip(names, row, strict=True))  # SELECT's columns, in the fields' order
-    for name in ("arguments", "result"):
+    for name in ("arguments", "result", "content"):
         if values[name] is not None:
             values[name] = json.loads(values[name])
     return Observation(**values)

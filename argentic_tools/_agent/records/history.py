@@ -48,7 +48,14 @@ from pathlib import Path
 from typing import Any
 
 from ..._lifecycle import AsyncResource
-from .calls_table import BUSY_TIMEOUT_MS, INSERT, SCHEMA, TRUNCATED, read_calls
+from .calls_table import (
+    BUSY_TIMEOUT_MS,
+    INSERT,
+    SCHEMA,
+    TRUNCATED,
+    add_content_column,
+    read_calls,
+)
 from .observations import Observation
 
 logger = logging.getLogger("argentic_tools.history")
@@ -369,6 +376,7 @@ class SqliteRecorder(AsyncResource):
                 logger.warning("the call history at %s is not in WAL mode (%s)", self.path, mode)
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.executescript(SCHEMA)
+            add_content_column(connection)
         except BaseException:
             connection.close()
             raise
@@ -501,13 +509,31 @@ class SqliteRecorder(AsyncResource):
             ended,
             self._json(observation.arguments),
             self._json(observation.result),
+            self._content(observation.content),
         )
+
+    def _content(self, blocks: list[dict[str, Any]] | None) -> str | None:
+        """Content blocks as JSON within the cap: the largest binary data goes first."""
+        if blocks is None:
+            return None
+        text = self._encode(blocks)
+        if _size(text) <= self.max_argument_bytes:
+            return text
+        kept = [dict(block) for block in blocks]
+        binaries = sorted(
+            (len(_binary(block) or ""), index) for index, block in enumerate(kept) if _binary(block)
+        )
+        while binaries and _size(text) > self.max_argument_bytes:
+            _, index = binaries.pop()
+            kept[index] = _without_data(kept[index])
+            text = self._encode(kept)
+        return self._json(kept)
 
     def _json(self, value: Any) -> str | None:
         if value is None:
             return None
         text = self._encode(value)
-        size = len(text) if text.isascii() else len(text.encode())
+        size = _size(text)
         if size <= self.max_argument_bytes:
             return text
         preview = text.encode()[: self.max_argument_bytes].decode(errors="ignore")
@@ -549,6 +575,29 @@ class SqliteRecorder(AsyncResource):
             until=until,
             limit=limit,
         )
+
+
+def _size(text: str) -> int:
+    """Bytes of ``text`` in UTF-8."""
+    return len(text) if text.isascii() else len(text.encode())
+
+
+def _binary(block: dict[str, Any]) -> str | None:
+    """A block's base64 data (an image's or audio's ``data``, a resource's ``blob``)."""
+    resource = block.get("resource")
+    data = resource.get("blob") if isinstance(resource, dict) else block.get("data")
+    return data if isinstance(data, str) else None
+
+
+def _without_data(block: dict[str, Any]) -> dict[str, Any]:
+    """The block with its binary data replaced by its size."""
+    size = len((_binary(block) or "").rstrip("=")) * 3 // 4
+    resource = block.get("resource")
+    if isinstance(resource, dict):
+        inner = {key: value for key, value in resource.items() if key != "blob"}
+        return {**block, "resource": {**inner, TRUNCATED: True, "bytes": size}}
+    stripped = {key: value for key, value in block.items() if key != "data"}
+    return {**stripped, TRUNCATED: True, "bytes": size}
 
 
 def _text(value: Any) -> str | None:

@@ -25,7 +25,12 @@ logger = logging.getLogger("argentic_tools.observations")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Observation:
-    """The record of one call attempt, whatever its outcome."""
+    """The record of one call attempt, whatever its outcome.
+
+    ``content`` holds the result's content blocks, if it had some, in MCP's JSON shapes
+    (read back from a history, a block whose binary data was over the history's cap
+    carries ``"__truncated__": true`` and its size in ``bytes`` instead of the data).
+    """
 
     call_id: str | None
     task_id: str
@@ -40,6 +45,7 @@ class Observation:
     result: Any = None
     error: str | None = None
     timestamp: float = 0.0
+    content: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The observation as a JSON-ready dictionary."""
@@ -146,4 +152,5 @@ def observation_of(result: "ToolResult", context: "CallContext | None") -> Obser
         result=None if error else result.result,
         error=error.error if error else None,
         timestamp=time.time(),
+        content=None if error or result.content is None else [b.wire() for b in result.content],
     )

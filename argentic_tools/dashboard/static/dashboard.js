@@ -164,6 +164,7 @@ async function select(taskId) {
     $("detail-fields").replaceChildren(el("dd", { text: String(error.message || error) }));
     $("detail-arguments").textContent = "";
     $("detail-outcome").textContent = "";
+    $("detail-content-box").hidden = true;
     return;
   }
   if (state.selected !== taskId) return;
@@ -200,6 +201,8 @@ function showDetail(call) {
     const details = call.details === null || call.details === undefined ? "" : `\n\n${pretty(call.details)}`;
     $("detail-outcome").textContent = `${call.error || ""}${details}`;
   } else $("detail-outcome").textContent = pretty(call.result);
+  $("detail-content-box").hidden = !renderContent($("detail-content"), failed ? null : call.content);
+  $("detail-content").dataset.taskId = call.task_id; // last: the details are complete
 }
 
 function durationText(call) {
@@ -209,6 +212,103 @@ function durationText(call) {
   if (call.tool_duration_ms !== null && call.tool_duration_ms !== undefined)
     parts.push(`${fmtMs(call.tool_duration_ms)} ms reported`);
   return parts.join(", ") || "–";
+}
+
+// -- content blocks ---------------------------------------------------------------------
+// Images and audio are shown in place only for the types a browser renders as media and
+// nothing else (never SVG, which can carry script, nor HTML): a data: URL the page builds
+// from the block's base64, which must be base64. Any other binary data is offered as a
+// download of application/octet-stream (never opened by the browser), and every text,
+// a text block's or a resource's, is written with textContent.
+
+const SHOWN_IMAGES = new Set(["image/png", "image/jpeg", "image/gif", "image/webp"]);
+const PLAYED_AUDIO = new Set([
+  "audio/wav", "audio/x-wav", "audio/wave", "audio/mpeg", "audio/mp3", "audio/ogg",
+  "audio/webm", "audio/flac", "audio/aac", "audio/mp4",
+]);
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const TRUNCATED = "__truncated__";
+
+function fmtBytes(size) {
+  if (typeof size !== "number") return "size unknown";
+  if (size < 1000) return `${size} B`;
+  const units = ["KB", "MB", "GB"];
+  let amount = size / 1000, unit = 0;
+  while (amount >= 1000 && unit < units.length - 1) { amount /= 1000; unit += 1; }
+  return `${amount.toFixed(1)} ${units[unit]}`;
+}
+
+const essence = (mime) => String(mime || "").split(";")[0].trim().toLowerCase();
+const base64Size = (data) => Math.floor((data.length * 3) / 4) - (data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0);
+
+function blockLabel(text) {
+  return el("p", { class: "block-label muted", text });
+}
+
+function downloadLink(data, label, index) {
+  // application/octet-stream whatever the block says: the browser saves it, never renders it.
+  return el("a", {
+    class: "block-download",
+    href: `data:application/octet-stream;base64,${data}`,
+    download: `content-${index + 1}.bin`,
+    text: `Download ${label}`,
+  });
+}
+
+function blockNode(block, index) {
+  const kind = block && typeof block === "object" ? block.type : undefined;
+  const node = el("div", { class: "block", "data-type": String(kind || "unknown") });
+  if (kind === "text") {
+    node.append(el("pre", { class: "block-text", text: String(block.text ?? "") }));
+    if (block[TRUNCATED]) node.append(blockLabel(`[text, ${fmtBytes(block.bytes)}, cut]`));
+    return node;
+  }
+  if (kind === "image" || kind === "audio") {
+    const mime = essence(block.mimeType);
+    const label = `${mime || kind}, ${typeof block.data === "string" ? fmtBytes(base64Size(block.data)) : fmtBytes(block.bytes)}`;
+    if (block[TRUNCATED] || typeof block.data !== "string" || !BASE64.test(block.data)) {
+      node.append(blockLabel(`[${label}${block[TRUNCATED] ? ", not kept" : ""}]`));
+    } else if (kind === "image" && SHOWN_IMAGES.has(mime)) {
+      node.append(el("img", { src: `data:${mime};base64,${block.data}`, alt: label, title: label }));
+    } else if (kind === "audio" && PLAYED_AUDIO.has(mime)) {
+      node.append(el("audio", { controls: true, preload: "metadata", src: `data:${mime};base64,${block.data}`, title: label }));
+    } else {
+      node.append(blockLabel(`[${label}]`), downloadLink(block.data, label, index));
+    }
+    return node;
+  }
+  if (kind === "resource") {
+    const inner = block.resource && typeof block.resource === "object" ? block.resource : {};
+    const mime = inner.mimeType ? String(inner.mimeType) : null;
+    if (typeof inner.blob === "string" && BASE64.test(inner.blob)) {
+      const label = `${mime || "binary"}, ${fmtBytes(base64Size(inner.blob))}`;
+      node.append(blockLabel(`[resource ${inner.uri}, ${label}]`), downloadLink(inner.blob, label, index));
+    } else if (inner[TRUNCATED] && inner.text === undefined) {
+      node.append(blockLabel(`[resource ${inner.uri}, ${mime || "binary"}, ${fmtBytes(inner.bytes)}, not kept]`));
+    } else {
+      node.append(blockLabel(`[resource ${inner.uri}${mime ? `, ${mime}` : ""}]`));
+      node.append(el("pre", { class: "block-text", text: String(inner.text ?? "") }));
+      if (inner[TRUNCATED]) node.append(blockLabel(`[${fmtBytes(inner.bytes)}, cut]`));
+    }
+    return node;
+  }
+  if (kind === "resource_link") {
+    // A link's URI is the tool's: shown as text, never followed from here.
+    const facts = [`link ${block.name}: ${block.uri}`];
+    if (block.mimeType) facts.push(String(block.mimeType));
+    if (typeof block.size === "number") facts.push(fmtBytes(block.size));
+    const about = [block.title, block.description].filter(Boolean).join(" - ");
+    node.append(blockLabel(`[${facts.join(", ")}]${about ? ` ${about}` : ""}`));
+    return node;
+  }
+  node.append(blockLabel(`[${String(kind || "block")}: not shown]`));
+  return node;
+}
+
+function renderContent(container, content) {
+  const blocks = Array.isArray(content) ? content : [];
+  container.replaceChildren(...blocks.map(blockNode));
+  return blocks.length > 0;
 }
 
 // -- older calls (--history) ------------------------------------------------------------
@@ -228,6 +328,7 @@ function fromHistory(observation) {
     error_code: observation.error_code,
     arguments: observation.arguments,
     result: observation.result,
+    content: observation.content,
     started_at: observation.timestamp - observation.duration_ms / 1000,
     ended_at: observation.timestamp,
     duration_ms: observation.duration_ms,
@@ -560,6 +661,7 @@ async function submitCall(event) {
   box.dataset.status = "running";
   $("form-meta").textContent = body.tool;
   output.textContent = "";
+  renderContent($("form-content"), null);
   $("form-submit").disabled = true;
   try {
     const response = await fetch("/api/call", {
@@ -574,6 +676,7 @@ async function submitCall(event) {
     status.textContent = answer.ok ? "success" : answer.error_code || answer.status;
     $("form-meta").textContent = `${answer.tool} · ${fmtMs(answer.duration_ms)} ms · task ${answer.task_id}`;
     output.textContent = answer.ok ? pretty(answer.result) : answer.error + (answer.details ? `\n\n${pretty(answer.details)}` : "");
+    renderContent($("form-content"), answer.ok ? answer.content : null);
     box.dataset.status = shown;
     box.dataset.taskId = answer.task_id;
   } catch (error) {

@@ -3,8 +3,17 @@
 import json
 import time
 
-from argentic_tools import CallContext, TaskErrorMessage, TaskMessage, TaskResultMessage, TaskStatus
-from argentic_tools.dashboard.calls import CallLog
+from argentic_tools import (
+    CallContext,
+    EmbeddedResource,
+    Image,
+    TaskErrorMessage,
+    TaskMessage,
+    TaskResultMessage,
+    TaskStatus,
+    Text,
+)
+from argentic_tools.dashboard.calls import CONTENT_BYTES, PREVIEW_CHARS, CallLog, kept_content
 
 
 def test_results_match_their_tasks_in_either_order_and_each_call_counts_once() -> None:
@@ -144,3 +153,36 @@ def test_a_cancelled_call_is_no_failure_in_the_latency_chart() -> None:
     assert (sum(b[1] or 0 for b in buckets), sum(b[4] or 0 for b in buckets)) == (2, 1)
     counters = log.counters()
     assert (counters["cancelled"], counters["failed"]) == (1, 1)
+
+
+def test_content_blocks_are_kept_for_the_details_within_the_cap() -> None:
+    small = Image(b"GIF89a", mime_type="image/gif")
+    large = Image(b"\x89PNG\r\n\x1a\n" + bytes(CONTENT_BYTES))
+    blob = EmbeddedResource("file:///a.bin", blob=bytes(10), mime_type="application/zip")
+    long_text = Text("x" * (CONTENT_BYTES + 1))
+    done = TaskResultMessage(
+        tool_id="t1",
+        tool_name="media",
+        status=TaskStatus.SUCCESS,
+        result="...",
+        content=[small, large, blob, long_text],
+    )
+    record = CallLog().result(done, 100)
+    assert record is not None
+    assert record.detail()["content"] == [
+        small.wire(),
+        {
+            "type": "image",
+            "mimeType": "image/png",
+            "__truncated__": True,
+            "bytes": CONTENT_BYTES + 8,
+        },
+        blob.wire(),  # small enough, after the one that was not
+        {
+            "type": "text",
+            "text": "x" * PREVIEW_CHARS,
+            "__truncated__": True,
+            "bytes": CONTENT_BYTES + 1,
+        },
+    ]
+    assert kept_content(None) is None

@@ -22,3 +22,15 @@ def test_names_map_onto_mcp_and_back_without_collisions() -> None:
     assert McpNames(reversed(list(names.to_mcp))).to_mcp == names.to_mcp
     assert trace_id_of({"traceparent": TRACEPARENT}) == "0af7651916cd43dd8448eb211c80319c"
     assert trace_id_of({"traceparent": "garbage"}) is None
+
+
+def test_long_registry_names_are_cut_to_64_characters_without_collisions() -> None:
+    # Registry names reach 128 characters; MCP clients (and the conformance suite's
+    # tools-name-format check) accept 64.
+    long_a, long_b = "a" * 64 + "_first", "a" * 64 + "_second"
+    names = McpNames([long_a, long_b, "b" * 128, "a" * 64])
+    assert names.to_mcp["a" * 64] == "a" * 64
+    assert names.to_mcp["b" * 128] == "b" * 64
+    assert all(is_mcp_name(name) and len(name) <= 64 for name in names.to_mcp.values())
+    assert len(set(names.to_mcp.values())) == 4
+    assert names.registry_name(names.to_mcp[long_b]) == long_b

@@ -51,3 +51,34 @@ async def test_too_many_chunks_behind_a_missing_one_end_the_call_at_once() -> No
     assert seen == [0]
     assert broken.value.details == {"missing": 1, "held": STREAM_HELD_CHUNKS + 1}
     assert "chunk 1 never came" in broken.value.why
+
+
+async def test_the_reader_grants_credit_every_half_window_and_the_stream_pauses_at_its_end() -> (
+    None
+):
+    grants: list[int] = []
+    watch = CallWatch(None, lambda _: None, None, None)
+    watch.window = 8
+    watch.credit = grants.append
+    for seq in range(8):
+        watch.arrived(chunk(seq))
+    assert watch.paused  # the tool has sent all its credit allows
+    for _ in range(9):
+        watch.taken()
+    assert grants == [4, 8]  # cumulative, one grant per half window read
+    assert not watch.paused
+    for seq in range(8, 16):
+        watch.arrived(chunk(seq))
+    assert watch.paused  # 16 delivered = the last grant (8) + the window
+
+
+async def test_an_unpaced_stream_grants_nothing_and_never_pauses() -> None:
+    grants: list[int] = []
+    watch = CallWatch(None, lambda _: None, None, None)
+    watch.credit = grants.append
+    for seq in range(3000):
+        watch.arrived(chunk(seq))
+        watch.taken()
+    assert grants == []
+    assert not watch.paused
+    assert watch.read == 3000

@@ -16,8 +16,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from argentic_tools import SqliteRecorder
-from argentic_tools._agent.records import history
+from argentic_tools import Annotations, EmbeddedResource, Image, SqliteRecorder, Text
+from argentic_tools._agent.records import calls_table, history
 from tests.support.observations import observation
 
 pytestmark = pytest.mark.anyio
@@ -150,6 +150,57 @@ async def test_arguments_and_results_past_the_cap_are_stored_cut_with_a_marker(
     assert len(json.dumps(cut, ensure_ascii=False).encode()) <= 1024
     assert rows["task-1"].result["__truncated__"] is True
     assert rows["task-2"].arguments == {"text": "small"}
+
+
+async def test_content_blocks_are_kept_and_their_largest_binary_data_elided_past_the_cap(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "calls.db"
+    small = [Image(b"\x89PNG\r\n\x1a\n").wire(), Text("a caption").wire()]
+    large = [
+        Text("two pictures").wire(),
+        Image(b"\x89PNG\r\n\x1a\n" + b"\x00" * 3000, annotations=Annotations(priority=1)).wire(),
+        EmbeddedResource("file:///a.bin", blob=b"\x01" * 200).wire(),
+    ]
+    async with SqliteRecorder(path, max_argument_bytes=1024) as recorder:
+        recorder.record(observation(1, content=small))
+        recorder.record(observation(2, content=large))
+        recorder.record(observation(3))
+
+    rows = {row.task_id: row for row in SqliteRecorder(path).query()}
+    assert rows["task-1"].content == small
+    text, image, resource = rows["task-2"].content or []
+    assert text == large[0]
+    assert image == {
+        "type": "image",
+        "mimeType": "image/png",
+        "annotations": {"priority": 1.0},
+        "__truncated__": True,
+        "bytes": 3008,
+    }
+    assert resource == large[2]  # the smaller data fits once the image's is gone
+    assert rows["task-3"].content is None
+
+
+async def test_a_history_written_before_content_blocks_is_read_and_extended(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "calls.db"
+    old_schema = calls_table.SCHEMA.replace(",\n    content TEXT", "")
+    assert old_schema != calls_table.SCHEMA
+    with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
+        connection.executescript(old_schema)
+        connection.execute(
+            "INSERT INTO calls (task_id, tool_name, status, duration_ms, started_at, ended_at, "
+            "result) VALUES ('old', 'a', 'success', 1, ?, ?, '5')",
+            (time.time(), time.time()),
+        )
+    (old,) = SqliteRecorder(path).query()
+    assert (old.result, old.content) == (5, None)
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, content=[Text("new").wire()]))
+    new, _ = SqliteRecorder(path).query()
+    assert new.content == [{"type": "text", "text": "new"}]
 
 
 async def test_a_recorder_never_closed_writes_its_queue_when_the_interpreter_exits(
