@@ -33,6 +33,7 @@ per repetition (the two ran back to back), then their median; cells are ``median
 import argparse
 import asyncio
 import base64
+import os
 import statistics
 import sys
 import time
@@ -45,6 +46,7 @@ from typing import Any
 from benchmarks.harness import cli
 from benchmarks.harness.broker import Mosquitto, free_port
 from benchmarks.harness.machine import machine_info, package_version
+from benchmarks.harness.measure import cpu_ticks
 from benchmarks.harness.procs import Children
 from benchmarks.harness.results import RESULTS_DIR, write_report
 from benchmarks.harness.stats import fmt_range, percentile
@@ -100,6 +102,7 @@ class Rows:
     p50: list[float] = field(default_factory=list)
     p99: list[float] = field(default_factory=list)
     rate: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
     failed: list[float] = field(default_factory=list)
 
 
@@ -180,7 +183,10 @@ async def concurrent(url: str, case: Case, in_flight: int) -> tuple[float, int]:
     return (case.calls - failed) / seconds, failed
 
 
-async def listing(url: str, expected: int, repeats: int = LIST_REPEATS) -> tuple[float, int]:
+async def listing(
+    url: str, expected: int, pid: int | None, repeats: int = LIST_REPEATS
+) -> tuple[float, float, float, int]:
+    """Median ms of ``repeats`` listings, then the server's and the client's CPU ms per one."""
     from mcp import Client
 
     async with Client(url) as client:
@@ -192,12 +198,15 @@ async def listing(url: str, expected: int, repeats: int = LIST_REPEATS) -> tuple
                 break
             await asyncio.sleep(0.2)
         times = []
+        server, client_cpu = cpu_ms([pid]), time.process_time()
         for _ in range(repeats):
             started = time.perf_counter()
             tools = (await client.list_tools(cache_mode="bypass")).tools
             times.append((time.perf_counter() - started) * 1000)
             count = len(tools)
-    return statistics.median(times), count
+        server = (cpu_ms([pid]) - server) / repeats
+        client_cpu = (time.process_time() - client_cpu) * 1000 / repeats
+    return statistics.median(times), server, client_cpu, count
 
 
 async def listed(url: str) -> int:
@@ -224,10 +233,12 @@ def run(args: argparse.Namespace) -> int:
     }
     measured = cases(args)
     rows = {case.name: {name: Rows() for name in IMPLS} for case in measured}
-    list_ms: list[float] = []
+    lists: dict[str, list[float]] = {"ms": [], "server": [], "client": []}
     with Mosquitto(binary) as broker, Children() as children:
         connection = ["--broker", broker.url, "--topic-prefix", prefix]
-        children.python("tool", "benchmarks.ours_tool", *connection, "--log-level", "WARNING")
+        tool = children.python(
+            "tool", "benchmarks.ours_tool", *connection, "--log-level", "WARNING"
+        )
         gateway = children.python(
             "gateway",
             "argentic_tools",
@@ -243,16 +254,17 @@ def run(args: argparse.Namespace) -> int:
         gateway.wait_listening(gateway_port, timeout=30)
         plain.wait_listening(plain_port, timeout=30)
         base = cli.run_async(listed(urls["gateway"]))
+        servers = {"gateway": [gateway.pid, tool.pid, broker.pid], "plain": [plain.pid]}
         for rep in range(args.reps):
             order = IMPLS if rep % 2 == 0 else tuple(reversed(IMPLS))
             for case in measured:
                 for name in order:
-                    measure(rows[case.name][name], urls[name], case, args.in_flight)
                     row = rows[case.name][name]
+                    measure(row, urls[name], case, args.in_flight, servers[name])
                     cli.log(
                         f"rep {rep + 1} {case.name} {name}: p50 {row.p50[-1]:.2f} ms, "
                         f"p99 {row.p99[-1]:.2f} ms, {row.rate[-1]:,.0f} calls/s, "
-                        f"{row.failed[-1]:.0f} failed"
+                        f"{row.cpu[-1]:.2f} ms CPU per call, {row.failed[-1]:.0f} failed"
                     )
         children.python(
             "many",
@@ -265,20 +277,34 @@ def run(args: argparse.Namespace) -> int:
         )
         count = 0
         for rep in range(args.reps):
-            ms, count = cli.run_async(listing(urls["gateway"], base + 1000))
-            list_ms.append(ms)
-            cli.log(f"rep {rep + 1} tools/list of {count} tools: {ms:.1f} ms")
+            ms, server, client, count = cli.run_async(
+                listing(urls["gateway"], base + 1000, gateway.pid)
+            )
+            for key, value in (("ms", ms), ("server", server), ("client", client)):
+                lists[key].append(value)
+            cli.log(
+                f"rep {rep + 1} tools/list of {count} tools: {ms:.1f} ms, CPU {server:.1f} ms "
+                f"in the gateway, {client:.1f} ms in the client"
+            )
         info = machine_info(binary)
-    text = report(rows, measured, list_ms, count, info, args)
+    text = report(rows, measured, lists, count, info, args)
     print(text)
     if args.results != "-":
         write_report(Path(args.results), text)
     return 0
 
 
-def measure(row: Rows, url: str, case: Case, in_flight: int) -> None:
+def cpu_ms(pids: list[int | None]) -> float:
+    """CPU time the processes ``pids`` used so far, in ms (a process not started: none)."""
+    ticks = sum(cpu_ticks(pid) or 0 for pid in pids if pid is not None)
+    return ticks * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def measure(row: Rows, url: str, case: Case, in_flight: int, pids: list[int | None]) -> None:
     times, failed = cli.run_async(sequential(url, case))
+    before = cpu_ms(pids)
     rate, failed_concurrent = cli.run_async(concurrent(url, case, in_flight))
+    row.cpu.append((cpu_ms(pids) - before) / case.calls)
     row.p50.append(statistics.median(times))
     row.p99.append(percentile(times, 99))
     row.rate.append(rate)
@@ -318,7 +344,7 @@ def _verdict(ok: bool) -> str:
 def report(
     rows: dict[str, dict[str, Rows]],
     measured: list[Case],
-    list_ms: list[float],
+    lists: dict[str, list[float]],
     listed_count: int,
     info: dict[str, Any],
     args: argparse.Namespace,
@@ -345,6 +371,7 @@ def report(
         p50 = _ratios(pair, "p50")
         p99 = _ratios(pair, "p99")
         rate = _ratios(pair, "rate")
+        cpu = _ratios(pair, "cpu")
         lines += [
             f"| {case.name} | p50 latency, {case.sequential} sequential calls, ms | "
             f"{fmt_range(plain.p50)} | {fmt_range(gateway.p50)} | {fmt_range(p50)} x | "
@@ -354,19 +381,26 @@ def report(
             f"| {case.name} | calls/s, {case.calls} calls, {args.in_flight} in flight | "
             f"{fmt_range(plain.rate, 0)} | {fmt_range(gateway.rate, 0)} | {fmt_range(rate)} x | "
             f">= 1 x | {_verdict(statistics.median(rate) >= 1)} |",
+            f"| {case.name} | server-side CPU per call at {args.in_flight} in flight, ms | "
+            f"{fmt_range(plain.cpu)} | {fmt_range(gateway.cpu)} | {fmt_range(cpu)} x | | |",
             f"| {case.name} | failed calls | {sum(plain.failed):.0f} | "
             f"{sum(gateway.failed):.0f} | | 0 | |",
         ]
-    lines.append(
+    lines += [
         f"| fleet | `tools/list` of {listed_count} tools, median of {LIST_REPEATS}, ms | | "
-        f"{fmt_range(list_ms, 1)} | | < 100 ms | "
-        f"{_verdict(statistics.median(list_ms) < 100)} |"
-    )
+        f"{fmt_range(lists['ms'], 1)} | | < 100 ms | "
+        f"{_verdict(statistics.median(lists['ms']) < 100)} |",
+        f"| fleet | CPU per listing in the gateway, ms | | {fmt_range(lists['server'], 1)} | | | |",
+        f"| fleet | CPU per listing in the MCP client, ms | | {fmt_range(lists['client'], 1)} "
+        "| | | |",
+    ]
     encoded = len(base64.b64encode(bytes(args.image_bytes)))
     lines += [
         "",
         f"image: an `Image` of {args.image_bytes:,} bytes, {encoded:,} bytes of base64 in "
-        "the result.",
+        "the result. Server-side CPU: the plain server's process; for the gateway, the "
+        "gateway's, the tool process's and mosquitto's. CPU times come from /proc and depend "
+        "less on the machine's load than the wall-clock figures.",
     ]
     return "\n".join(lines) + "\n"
 
