@@ -6,8 +6,9 @@ HTTP, protocol 2026-07-28) calls the same tools two ways:
   gateway   MCP client -> ``argentic-tools mcp serve --http`` -> MQTT (mosquitto) ->
             an argentic-tools tool process (``benchmarks.ours_tool``)
   plain     MCP client -> an ``MCPServer`` of the MCP SDK serving the tools itself over
-            streamable HTTP (this module with ``--plain-server``), on the same HTTP
-            stack as the gateway (uvicorn, with uvloop and httptools when installed)
+            streamable HTTP (this module with ``--plain-server``), run as the SDK runs
+            it: uvicorn's defaults (httptools when installed) on asyncio's loop; the
+            gateway runs on uvloop when installed (the ``mcp`` extra brings it)
 
 Two tools, each measured per repetition (``--reps``, 3) on both, in alternating order:
 
@@ -57,11 +58,13 @@ LIST_REPEATS = 20
 
 
 def plain_server(port: int) -> None:
-    """Serve ``echo`` and ``image`` with the MCP SDK's own server over streamable HTTP."""
-    import uvicorn
+    """Serve ``echo`` and ``image`` with the MCP SDK's own server over streamable HTTP.
+
+    Run as the SDK runs it (``MCPServer.run``): uvicorn with its defaults, which parse
+    HTTP with httptools when it is installed, on asyncio's loop.
+    """
     from mcp.server.mcpserver import Image, MCPServer
 
-    from argentic_tools.mcp.http_stack import run_async, uvicorn_options
     from benchmarks.ours_tool import png_bytes
 
     server = MCPServer("plain")
@@ -76,11 +79,7 @@ def plain_server(port: int) -> None:
         """Return an image of ``size`` bytes."""
         return Image(data=png_bytes(size), format="png")
 
-    app = server.streamable_http_app(host="127.0.0.1")
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", **uvicorn_options()
-    )
-    run_async(uvicorn.Server(config).serve())
+    server.run("streamable-http", host="127.0.0.1", port=port)
 
 
 @dataclass
@@ -358,7 +357,7 @@ def report(
         f"`python -m benchmarks.mcp_gateway`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())};"
         f" {info['cpu_count']} cores, load {info['load_before'][0]:.1f} at the start, Python "
         f"{versions['python']}, mosquitto {versions['mosquitto']}, mcp "
-        f"{package_version('mcp')}, HTTP: {describe()}. Cells are median (min-max) of "
+        f"{package_version('mcp')}, gateway HTTP: {describe()}. Cells are median (min-max) of "
         f"{args.reps} interleaved repetitions; ratios (gateway / plain) are taken per "
         "repetition, then their median (min-max).",
         "",
@@ -398,7 +397,8 @@ def report(
     lines += [
         "",
         f"image: an `Image` of {args.image_bytes:,} bytes, {encoded:,} bytes of base64 in "
-        "the result. Server-side CPU: the plain server's process; for the gateway, the "
+        "the result. The plain server runs as `MCPServer.run` does (uvicorn's defaults on "
+        "asyncio's loop). Server-side CPU: the plain server's process; for the gateway, the "
         "gateway's, the tool process's and mosquitto's. CPU times come from /proc and depend "
         "less on the machine's load than the wall-clock figures.",
     ]

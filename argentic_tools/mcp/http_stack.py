@@ -9,10 +9,8 @@ and h11 and works the same.
 
 import asyncio
 import importlib.util
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from collections.abc import Callable
+from typing import Any
 
 
 def _installed(module: str) -> bool:
@@ -32,12 +30,6 @@ def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
 def uvicorn_options() -> dict[str, Any]:
     """Options for ``uvicorn.Config``: httptools when installed, no access log."""
     return {"http": "httptools" if _installed("httptools") else "h11", "access_log": False}
-
-
-def run_async(main: Coroutine[Any, Any, T]) -> T:
-    """Run ``main`` to its end on the loop :func:`loop_factory` gives."""
-    with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        return runner.run(main)
 
 
 def describe() -> str:

@@ -19,8 +19,9 @@ async def loop_module() -> str:
     return type(asyncio.get_running_loop()).__module__
 
 
-def test_run_async_runs_on_uvloop_when_it_is_installed_and_on_asyncio_otherwise() -> None:
-    module = http_stack.run_async(loop_module())
+def test_the_loop_is_uvloops_when_it_is_installed_and_asyncios_otherwise() -> None:
+    with asyncio.Runner(loop_factory=http_stack.loop_factory()) as runner:
+        module = runner.run(loop_module())
     assert module.startswith("uvloop") == installed("uvloop")
     assert ("uvloop" in http_stack.describe()) == installed("uvloop")
 
