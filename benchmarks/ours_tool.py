@@ -3,7 +3,8 @@
 ``python -m benchmarks.ours_tool --broker URL --topic-prefix P [options]``
 
 * default (``--kind function``): ``@tool`` functions served by ``serve_main``/ToolService:
-  ``echo``, ``wait``, ``typed`` (five typed fields), ``empty`` (no arguments) and
+  ``echo``, ``wait``, ``typed`` (five typed fields), ``empty`` (no arguments), ``image``
+  (an :class:`~argentic_tools.Image` of ``size`` bytes, see :func:`png_bytes`) and
   ``echo0`` .. ``echo{N-1}`` (``--echo-tools N``). Remaining options (``--max-concurrency``,
   ``--log-level``...) go to ``serve_main``.
 * ``--kind basetool``: ``BaseTool`` subclasses with a pydantic ``argument_schema``
@@ -14,13 +15,15 @@
 
 import argparse
 import asyncio
+import functools
+import random
 import signal
 import sys
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from argentic_tools import BaseTool, FunctionTool, Messager, Topics, serve_main, tool
+from argentic_tools import BaseTool, FunctionTool, Image, Messager, Topics, serve_main, tool
 
 
 @tool
@@ -46,6 +49,21 @@ async def typed(name: str, count: int, ratio: float, flag: bool, tags: list[str]
 async def empty() -> str:
     """Take no arguments (the input-validation scenario's baseline)."""
     return "ok"
+
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@functools.cache
+def png_bytes(size: int) -> bytes:
+    """``size`` bytes that start as a PNG does, the rest random (incompressible), made once."""
+    return PNG_SIGNATURE + random.Random(size).randbytes(max(0, size - len(PNG_SIGNATURE)))
+
+
+@tool
+async def image(size: int) -> Image:
+    """Return an image of ``size`` bytes (the content-block scenario)."""
+    return Image(png_bytes(size), mime_type="image/png")
 
 
 async def _echo(message: str) -> str:
@@ -110,7 +128,7 @@ def main(argv: list[str]) -> None:
     if args.many:
         tools: list[Any] = [FunctionTool(_echo, name=f"t{i}") for i in range(args.many)]
     else:
-        tools = [echo, wait, typed, empty]
+        tools = [echo, wait, typed, empty, image]
         tools += [FunctionTool(_echo, name=f"echo{i}") for i in range(args.echo_tools)]
     common = [
         "--broker",

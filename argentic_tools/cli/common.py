@@ -121,9 +121,14 @@ def run_command(
     *,
     graceful: bool = False,
     interactive: bool = False,
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = None,
 ) -> int:
-    """Run an async command in a fresh event loop with SIGINT/SIGTERM handling."""
-    return asyncio.run(_supervise(command, args, graceful, interactive))
+    """Run an async command in a fresh event loop with SIGINT/SIGTERM handling.
+
+    ``loop_factory`` makes the loop (asyncio's own when None).
+    """
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        return runner.run(_supervise(command, args, graceful, interactive))
 
 
 async def _supervise(

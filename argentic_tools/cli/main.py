@@ -46,7 +46,7 @@ from .common import (
 )
 from .demo import DASHBOARD_VARIABLE
 from .fleet import SORT_KEYS, stats_command, top_command
-from .mcp_commands import mcp_bridge_command, mcp_serve_command
+from .mcp_commands import mcp_bridge_command, mcp_serve_command, mcp_serve_loop
 from .mcp_install import DEFAULT_NAME, TARGETS, install_command
 from .mcp_target import add_mcp_server_arguments
 
@@ -404,7 +404,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="seconds to let live tools register before serving (ends early once they have)",
     )
-    mcp_serve.set_defaults(run=mcp_serve_command, graceful=True, log_level="WARNING")
+    mcp_serve.set_defaults(
+        run=mcp_serve_command, graceful=True, log_level="WARNING", loop=mcp_serve_loop
+    )
 
     mcp_bridge = _add_command(
         mcp_commands,
@@ -629,6 +631,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args,
             graceful=getattr(args, "graceful", False),
             interactive=getattr(args, "interactive", False),
+            loop_factory=args.loop(args) if hasattr(args, "loop") else None,
         )
     except KeyboardInterrupt:
         stderr.print("interrupted", style="yellow")

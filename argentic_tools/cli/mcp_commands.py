@@ -1,12 +1,14 @@
 """``argentic-tools mcp serve`` and ``argentic-tools mcp bridge`` (the ``mcp`` extra)."""
 
 import argparse
+import asyncio
 import contextlib
 import functools
 import gc
 import importlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -57,6 +59,16 @@ def host_and_port(text: str) -> tuple[str, int]:
     if not 0 <= number <= 65535:
         raise CliError(f"--http {text!r}: the port must be 0-65535")
     return host or "127.0.0.1", number
+
+
+def mcp_serve_loop(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop ``mcp serve`` runs on (None: asyncio's).
+
+    uvloop's for HTTP when it is installed (see :mod:`argentic_tools.mcp.http_stack`).
+    """
+    if http_address(args) is None:
+        return None
+    return _load("http_stack").loop_factory()  # type: ignore[no-any-return]
 
 
 async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:

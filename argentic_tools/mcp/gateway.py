@@ -21,13 +21,14 @@ the handshake era (2025-11-25, 2025-06-18 and older).
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
 import re
 import stat
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from typing import Any
 
 import anyio
@@ -45,7 +46,8 @@ from .._agent.fleet.info import ToolInfo
 from .._agent.manager import ToolManager
 from .._protocol.content import ContentBlock
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
-from . import _internals
+from . import _internals, http_stack
+from .listing_memo import ListingMemo
 from .names import McpNames
 
 logger = logging.getLogger("argentic_tools.mcp")
@@ -132,7 +134,8 @@ class McpGateway:
         self._sessions: set[ServerSession] = set()
         self._names = McpNames([])
         self._listed: dict[str, types.Tool] = {}
-        self._fingerprint = ""
+        self._built: dict[str, _Built] = {}
+        self._fingerprint: list[str] = []
         self._version = -1
         self._idle = anyio.Event()
         self._idle.set()
@@ -149,6 +152,8 @@ class McpGateway:
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._on_initialized
         )
+        self._memo = ListingMemo(self._listing_key)
+        self.server.middleware.append(self._memo)
         self._refresh()
 
     # -- the list ------------------------------------------------------------------
@@ -157,33 +162,61 @@ class McpGateway:
         """Rebuild the names and the full listing; True when what clients see changed.
 
         Rebuilt only when the registry changed since the last time (listing a
-        thousand tools would otherwise rebuild a thousand MCP tools per request).
+        thousand tools would otherwise rebuild a thousand MCP tools per request),
+        and then only the tools that changed: a tool registering again as it was
+        keeps its MCP tool (a fleet of a thousand registers in bursts).
         """
         version = self.manager.registry_version
         if version == self._version:
             return False
         self._version = version
+        self._memo.clear()
         tools = self.manager.get_available_tools()
         self._names = McpNames(info.name for info in tools)
-        listed = {self._names.to_mcp[info.name]: mcp_tool(info, self._names) for info in tools}
-        self._listed = dict(sorted(listed.items()))
-        fingerprint = json.dumps(
-            [tool.model_dump(mode="json", by_alias=True) for tool in self._listed.values()],
-            sort_keys=True,
-        )
+        built = {info.name: self._built_tool(info) for info in tools}
+        self._built = built
+        listed = sorted(built.values(), key=lambda kept: kept.tool.name)
+        self._listed = {kept.tool.name: kept.tool for kept in listed}
+        fingerprint = [kept.fingerprint for kept in listed]
         changed = fingerprint != self._fingerprint
         self._fingerprint = fingerprint
         return changed
 
+    def _built_tool(self, info: ToolInfo) -> "_Built":
+        """The MCP tool of ``info``: the one built before when nothing it shows changed."""
+        name = self._names.to_mcp[info.name]
+        kept = self._built.get(info.name)
+        if kept is not None and kept.tool.name == name and _same_but_time(kept.info, info):
+            return kept
+        tool = mcp_tool(info, self._names)
+        fingerprint = json.dumps(tool.model_dump(mode="json", by_alias=True), sort_keys=True)
+        return _Built(info, tool, fingerprint)
+
     def _view(self, thread_id: str | None) -> list[types.Tool]:
         if thread_id is None:
             return list(self._listed.values())
-        allowed = {info.name for info in self.manager.get_available_tools(thread_id)}
+        allowed = self._allowed(thread_id)
         return [
             tool
             for name, tool in self._listed.items()
             if self._names.registry_name(name) in allowed
         ]
+
+    def _allowed(self, thread_id: str) -> frozenset[str]:
+        return frozenset(info.name for info in self.manager.get_available_tools(thread_id))
+
+    def _listing_key(self, ctx: ServerRequestContext[Any]) -> Hashable | None:
+        """What a ``tools/list`` answer depends on (see :class:`ListingMemo`); None: a page."""
+        self._active()
+        if (ctx.params or {}).get("cursor") is not None:
+            return None
+        self._refresh()
+        thread = _thread_of(ctx)
+        return (
+            self._version,
+            ctx.protocol_version,
+            None if thread is None else self._allowed(thread),
+        )
 
     def _active(self) -> None:
         self._activity.set()
@@ -356,7 +389,13 @@ class McpGateway:
 
         app = self.server.streamable_http_app(streamable_http_path=path, stateless_http=False)
         config = uvicorn.Config(
-            app, host=host, port=port, log_level="warning", lifespan="on", log_config=None
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            log_config=None,
+            **http_stack.uvicorn_options(),
         )
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as group:
@@ -450,6 +489,20 @@ async def _cancellable_stdin() -> Any:
     except (ValueError, OSError):  # a regular file or /dev/null: the SDK reads it
         return None
     return _StdinLines(reader)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Built:
+    """A registered tool's MCP tool, with what it was built from and its JSON."""
+
+    info: ToolInfo
+    tool: types.Tool
+    fingerprint: str
+
+
+def _same_but_time(kept: ToolInfo, info: ToolInfo) -> bool:
+    """Whether ``info`` is ``kept`` registered again: equal except for the time."""
+    return kept is info or dataclasses.replace(kept, registered_at=info.registered_at) == info
 
 
 def mcp_tool(info: ToolInfo, names: McpNames) -> types.Tool:

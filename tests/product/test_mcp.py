@@ -363,6 +363,10 @@ async def test_a_thread_sees_and_calls_only_the_tools_its_policy_allows(
             assert "not enabled for thread 'support'" in text_of(refused)
             allowed = await client.call_tool("lookup", {"key": "a"}, meta=support)
             assert allowed.structured_content == {"key": "a", "value": "A"}
+            # The policy changes, the fleet does not: the thread's next listing follows it.
+            policy.set_enabled_tools("support", ["lookup", "Email Sender"])
+            widened = await client.list_tools(meta=support, cache_mode="bypass")
+            assert [t.name for t in widened.tools] == everything
         stop.set()
 
 
