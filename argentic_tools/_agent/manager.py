@@ -52,7 +52,7 @@ from .calls.batch import run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.options import CallOptions, call_field, context_with
-from .calls.pending import CallSpec
+from .calls.pending import Batch, CallSpec
 from .calls.progress import BatchProgressCallback, ProgressCallback
 from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
 from .calls.streams import ToolStream
@@ -544,10 +544,16 @@ class ToolManager(AsyncResource):
             options.spec(name, arguments, self.default_timeout)
             for name, arguments, options in batch
         ]
+        shared = Batch()
+        for spec in specs:
+            spec.batch = shared
         # Each call runs as the runner's own coroutine, without an execute_tool frame
         # around it (~0.35 KB a call): thousands at once are the case this serves. They
-        # start (and, if the batch is cancelled, end) a slice per turn of the event loop.
-        return await run_all(self._call, specs)
+        # start (and, if the batch is cancelled, end) a slice per turn of the event loop;
+        # cancelled, none is sent any more and their TOOL_CANCELs go out once all ended.
+        return await run_all(
+            self._call, specs, functools.partial(self._delivery.cancelling, shared)
+        )
 
     def _overridden_call(
         self, call: tuple[str, Any, CallOptions]

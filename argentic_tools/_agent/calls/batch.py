@@ -13,24 +13,34 @@ import asyncio
 import contextlib
 import contextvars
 from collections.abc import Callable, Coroutine, Iterable
+from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 SLICE = 128
-"""Calls started, or cancelled, per turn of the event loop.
+"""Calls started per turn of the event loop, and cancelled in the first turn.
 
-A call's first step costs ~40 µs (its ending when cancelled about as much), so a slice
+A call's first step costs ~40 µs (its ending when cancelled about half), so a slice
 holds the loop for ~5 ms; batches up to this size start in one turn, as before."""
 
+TURN_SECONDS = 0.015
+"""What a turn of the loop that ends cancelled calls may take: each next turn ends as
+many calls as the last turn's time says fit (at least :data:`SLICE`)."""
 
-async def run_all(run: Callable[[T], Coroutine[Any, Any, R]], items: Iterable[T]) -> list[R]:
+
+async def run_all(
+    run: Callable[[T], Coroutine[Any, Any, R]],
+    items: Iterable[T],
+    while_cancelling: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+) -> list[R]:
     """``await run(item)`` for every item, concurrently; the results in order.
 
     Started :data:`SLICE` at a time, each slice in a turn of the event loop of its
-    own. Cancelling this cancels every call started (again a slice per turn) and
-    returns once all of them have ended; the items not started yet never start.
+    own. Cancelling this cancels every call started (slices per turn again, inside
+    ``while_cancelling()``) and returns once all of them have ended; the items not
+    started yet never start.
     Every call has ended when this returns or raises: the first call that raised
     (other than by cancellation) has its exception raised here, once all have ended.
     """
@@ -42,7 +52,8 @@ async def run_all(run: Callable[[T], Coroutine[Any, Any, R]], items: Iterable[T]
             batch.start(run(item))
         await batch.all_ended()
     except asyncio.CancelledError:
-        await batch.cancel()
+        with while_cancelling():
+            await batch.cancel()
         raise
     return [task.result() for task in batch.tasks]
 
@@ -58,13 +69,16 @@ class _Batch(Generic[R]):
         self._starting = True
         self._loop = asyncio.get_running_loop()
         self._ended = self._loop.create_future()
-        # One bound method and one context for every call's done callback: by default
-        # each would get its own (~0.2 KB a call with thousands in flight).
+        # One bound method for every call's done callback, and one context for every call
+        # and callback: by default each task and each callback would get its own copy of
+        # the caller's context (~0.2 KB a call with thousands in flight, and one more
+        # object per call for each full garbage collection to walk). The calls see the
+        # caller's context variables as before; one a call sets, its siblings see too.
         self._on_end = self._one_ended
         self._context = contextvars.copy_context()
 
     def start(self, call: Coroutine[Any, Any, R]) -> None:
-        task = self._loop.create_task(call)
+        task = self._loop.create_task(call, context=self._context)
         self._running += 1
         task.add_done_callback(self._on_end, context=self._context)
         self.tasks.append(task)
@@ -92,7 +106,9 @@ class _Batch(Generic[R]):
         await asyncio.shield(self._started())  # cancelled, the calls still end in cancel()
 
     async def cancel(self) -> None:
-        """Cancel every call a slice per turn of the loop; return once all have ended.
+        """Cancel every call, a slice per turn of the loop; return once all have ended.
+
+        The slices grow while the turns stay short (see :data:`TURN_SECONDS`).
 
         Newest first: the calls still waiting for a slot (in their tool's window, or
         for their turn to be sent) end before any call that was sent gives its slot
@@ -101,11 +117,20 @@ class _Batch(Generic[R]):
         """
         ended = self._started()
         tasks = self.tasks
-        for stop in range(len(tasks), 0, -SLICE):
-            for task in tasks[max(0, stop - SLICE) : stop]:
+        loop = self._loop
+        stop, size = len(tasks), SLICE
+        while stop > 0:
+            start = max(0, stop - size)
+            for task in tasks[start:stop]:
                 task.cancel()
+            stop = start
+            began = loop.time()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.sleep(0)  # the slice's endings run in this turn
+            # As many per turn as fit in TURN_SECONDS: a turn of the loop costs more than
+            # the endings alone (the reader, the publishers), and 400 turns of 128 took 8 s.
+            took = max(loop.time() - began, 1e-4)
+            size = max(SLICE, min(4 * size, int(size * TURN_SECONDS / took)))
         while not ended.done():
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(ended)
