@@ -48,9 +48,10 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
-from .calls.batch import run_all
+from .calls.batch import SLICE, run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
+from .calls.freezing import GcFreeze
 from .calls.options import CallOptions, call_field, context_with
 from .calls.pending import Batch, CallSpec
 from .calls.progress import BatchProgressCallback, ProgressCallback
@@ -120,6 +121,15 @@ class ToolManager(AsyncResource):
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` from :meth:`async_init` (the ``[otel]``
             extra; see :func:`start_metrics_server`).
+        gc_freeze: While a batch of more than 128 calls starts, keep the process's
+            objects out of CPython's full garbage collections (``gc.freeze()`` after
+            each slice of calls started, ``gc.unfreeze()`` once the manager's batches
+            have ended). With tens of thousands of calls pending, one full collection
+            walks a million objects and holds the event loop for 0.3 s or more; frozen,
+            they are skipped. Process-wide, hence off by default: garbage reference
+            cycles wait until the batch has ended to be collected, and unfreezing also
+            unfreezes what the application froze itself (leave it off if it calls
+            ``gc.freeze()``).
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -149,6 +159,7 @@ class ToolManager(AsyncResource):
         private_replies: bool = True,
         metrics_port: int | None = None,
         tenant: bool = False,
+        gc_freeze: bool = False,
     ) -> None:
         self.messager = messager
         user = messager.username
@@ -186,6 +197,7 @@ class ToolManager(AsyncResource):
             if tenant and user is not None
             else None
         )
+        self._gc_freeze = GcFreeze() if gc_freeze else None
         self._calls = CallBook(self._registry, messager.client_id)
         self._settling = Settling(messager, self._registry)
         self._drops = DropLog(self.logger)
@@ -551,9 +563,11 @@ class ToolManager(AsyncResource):
         # around it (~0.35 KB a call): thousands at once are the case this serves. They
         # start (and, if the batch is cancelled, end) a slice per turn of the event loop;
         # cancelled, none is sent any more and their TOOL_CANCELs go out once all ended.
-        return await run_all(
-            self._call, specs, functools.partial(self._delivery.cancelling, shared)
-        )
+        cancelling = functools.partial(self._delivery.cancelling, shared)
+        if self._gc_freeze is None or len(specs) <= SLICE:
+            return await run_all(self._call, specs, cancelling)
+        with self._gc_freeze.during_batch() as each_slice:
+            return await run_all(self._call, specs, cancelling, each_slice)
 
     def _overridden_call(
         self, call: tuple[str, Any, CallOptions]

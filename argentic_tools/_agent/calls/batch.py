@@ -34,13 +34,15 @@ async def run_all(
     run: Callable[[T], Coroutine[Any, Any, R]],
     items: Iterable[T],
     while_cancelling: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext,
+    each_slice: Callable[[], object] | None = None,
 ) -> list[R]:
     """``await run(item)`` for every item, concurrently; the results in order.
 
     Started :data:`SLICE` at a time, each slice in a turn of the event loop of its
     own. Cancelling this cancels every call started (slices per turn again, inside
     ``while_cancelling()``) and returns once all of them have ended; the items not
-    started yet never start.
+    started yet never start. ``each_slice()`` is called once each slice has taken its
+    first steps, and once all have.
     Every call has ended when this returns or raises: the first call that raised
     (other than by cancellation) has its exception raised here, once all have ended.
     """
@@ -49,7 +51,12 @@ async def run_all(
         for item in items:
             if len(batch.tasks) % SLICE == 0 and batch.tasks:
                 await asyncio.sleep(0)  # the slice before takes its first steps
+                if each_slice is not None:
+                    each_slice()
             batch.start(run(item))
+        if each_slice is not None:
+            await asyncio.sleep(0)
+            each_slice()
         await batch.all_ended()
     except asyncio.CancelledError:
         with while_cancelling():

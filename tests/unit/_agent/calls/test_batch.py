@@ -171,3 +171,18 @@ async def test_cancelling_ends_more_calls_per_turn_while_the_turns_stay_short(
     per_turn = [ended_in.count(t) for t in sorted(set(ended_in))]
     # SLICE, then 4 and 16 times as many: 3 turns, where slices of SLICE took 21.
     assert per_turn == [batch.SLICE, 4 * batch.SLICE, 16 * batch.SLICE]
+
+
+async def test_each_slice_is_called_once_a_slice_has_started_and_once_all_have() -> None:
+    started: list[int] = []
+    at_each_slice: list[int] = []
+
+    async def call(n: int) -> int:
+        started.append(n)
+        await asyncio.sleep(0)
+        return n
+
+    items = range(3 * batch.SLICE + 1)
+    results = await run_all(call, items, each_slice=lambda: at_each_slice.append(len(started)))
+    assert results == list(items)
+    assert at_each_slice == [batch.SLICE, 2 * batch.SLICE, 3 * batch.SLICE, len(items)]
