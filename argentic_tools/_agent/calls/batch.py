@@ -42,11 +42,11 @@ async def run_all(
     own. Cancelling this cancels every call started (slices per turn again, inside
     ``while_cancelling()``) and returns once all of them have ended; the items not
     started yet never start. ``each_slice()`` is called once each slice has taken its
-    first steps, and once all have.
+    first steps, once all have, and each time another :data:`SLICE` calls have ended.
     Every call has ended when this returns or raises: the first call that raised
     (other than by cancellation) has its exception raised here, once all have ended.
     """
-    batch: _Batch[R] = _Batch()
+    batch: _Batch[R] = _Batch(each_slice)
     try:
         for item in items:
             if len(batch.tasks) % SLICE == 0 and batch.tasks:
@@ -68,9 +68,21 @@ async def run_all(
 class _Batch(Generic[R]):
     """The calls of one :func:`run_all`, and a future resolved once all have ended."""
 
-    __slots__ = ("_context", "_ended", "_loop", "_on_end", "_running", "_starting", "tasks")
+    __slots__ = (
+        "_context",
+        "_each_slice",
+        "_ended",
+        "_finished",
+        "_loop",
+        "_on_end",
+        "_running",
+        "_starting",
+        "tasks",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, each_slice: Callable[[], object] | None = None) -> None:
+        self._each_slice = each_slice
+        self._finished = 0
         self.tasks: list[asyncio.Task[R]] = []
         self._running = 0
         self._starting = True
@@ -98,6 +110,9 @@ class _Batch(Generic[R]):
             with contextlib.suppress(asyncio.CancelledError):
                 task.exception()
         self._running -= 1
+        self._finished += 1
+        if self._each_slice is not None and self._finished % SLICE == 0:
+            self._each_slice()
         if self._running == 0 and not self._starting and not self._ended.done():
             self._ended.set_result(None)
 

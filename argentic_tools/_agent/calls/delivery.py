@@ -110,8 +110,9 @@ class Delivery:
             if cancels is not None:
                 # After the TOOL_CANCELs posted to the tool before it: a tool hears that
                 # its work was cancelled before it is handed more (a cancelled batch does
-                # not wait for its calls' TOOL_CANCELs).
-                await self.cancels.sent(cancels)
+                # not wait for its calls' TOOL_CANCELs). A while at a time: the call may end
+                # meanwhile (its manager closing stops the TOOL_CANCELs queued).
+                await self.cancels.sent(cancels, 1.0)
                 continue
             await self._sending.acquire()
             try:

@@ -6,7 +6,9 @@ million (the caller's requests, and a dozen per pending call: its task, coroutin
 futures, timeout, ...), and one full collection held the event loop for 0.3-1 s, however
 finely the batch is sliced. ``gc.freeze()`` moves every object that exists to a
 permanent generation that collections skip, in constant time; freezing after each
-slice of a batch keeps the batch's objects out of the full collections while it runs.
+slice of a batch has started, and each time another slice of its calls has ended (their
+results, and what the calls that waited for a slot made since), keeps the batch's
+objects out of the full collections while it runs.
 
 It is process-wide (every object of the process is frozen, not only the batch's; a
 reference cycle that becomes garbage meanwhile is collected only once unfrozen) and
@@ -30,7 +32,7 @@ class GcFreeze:
 
     @contextlib.contextmanager
     def during_batch(self) -> Iterator[Callable[[], None]]:
-        """For the block: what to call after each slice of calls has started.
+        """For the block: what to call after each slice of calls has started or ended.
 
         Once the last of the manager's batches that froze has ended, the frozen objects
         are collectable again (``gc.unfreeze()``): most of the batch's are gone by then.

@@ -173,16 +173,37 @@ async def test_cancelling_ends_more_calls_per_turn_while_the_turns_stay_short(
     assert per_turn == [batch.SLICE, 4 * batch.SLICE, 16 * batch.SLICE]
 
 
-async def test_each_slice_is_called_once_a_slice_has_started_and_once_all_have() -> None:
+async def test_each_slice_is_called_once_a_slice_has_started_or_ended_and_once_all_started() -> (
+    None
+):
     started: list[int] = []
-    at_each_slice: list[int] = []
+    ended: list[int] = []
+    at_each_slice: list[tuple[int, int]] = []
+    go = asyncio.Event()
 
     async def call(n: int) -> int:
         started.append(n)
-        await asyncio.sleep(0)
+        await go.wait()
+        ended.append(n)
         return n
 
-    items = range(3 * batch.SLICE + 1)
-    results = await run_all(call, items, each_slice=lambda: at_each_slice.append(len(started)))
-    assert results == list(items)
-    assert at_each_slice == [batch.SLICE, 2 * batch.SLICE, 3 * batch.SLICE, len(items)]
+    def each_slice() -> None:
+        at_each_slice.append((len(started), len(ended)))
+
+    items = range(2 * batch.SLICE + 1)
+    running = asyncio.ensure_future(run_all(call, items, each_slice=each_slice))
+    with anyio.fail_after(10):
+        while len(at_each_slice) < 3:
+            await asyncio.sleep(0)
+    go.set()
+    assert await running == list(items)
+    everything = len(items)
+    # Started: after each slice and once all have; ended: after every SLICE endings (the
+    # endings of one turn are counted together, once all of that turn's have run).
+    assert at_each_slice == [
+        (batch.SLICE, 0),
+        (2 * batch.SLICE, 0),
+        (everything, 0),
+        (everything, everything),
+        (everything, everything),
+    ]
