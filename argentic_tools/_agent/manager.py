@@ -48,7 +48,7 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
-from .calls.batch import SLICE, run_all
+from .calls.batch import SLICE, read_all, run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.freezing import GcFreeze
@@ -540,8 +540,9 @@ class ToolManager(AsyncResource):
     async def _batch(self, batch: Iterable[tuple[str, Any, CallOptions]]) -> list[ToolResult]:
         """Run calls concurrently, each as :meth:`execute_tool` would; results in order.
 
-        Every call's settings are read before any starts: a bad ``idle_timeout`` raises
-        before anything is sent. ``batch`` is consumed once, so without an overridden
+        Every call's settings are read before any starts (a slice per turn of the event
+        loop): a bad ``idle_timeout`` raises before anything is sent. ``batch`` is consumed
+        once, so without an overridden
         ``execute_tool`` the options of thousands of calls are not kept while they run
         (their specs hold what is needed).
         """
@@ -552,13 +553,11 @@ class ToolManager(AsyncResource):
             for name, arguments, options in calls:
                 options.spec(name, arguments, self.default_timeout)
             return await run_all(self._overridden_call, calls)
-        specs = [
-            options.spec(name, arguments, self.default_timeout)
-            for name, arguments, options in batch
-        ]
         shared = Batch()
-        for spec in specs:
-            spec.batch = shared
+        specs = await read_all(
+            options.spec(name, arguments, self.default_timeout, batch=shared)
+            for name, arguments, options in batch
+        )
         # Each call runs as the runner's own coroutine, without an execute_tool frame
         # around it (~0.35 KB a call): thousands at once are the case this serves. They
         # start (and, if the batch is cancelled, end) a slice per turn of the event loop;

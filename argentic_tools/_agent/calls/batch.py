@@ -30,6 +30,24 @@ TURN_SECONDS = 0.015
 many calls as the last turn's time says fit (at least :data:`SLICE`)."""
 
 
+READ_SLICE = 8 * SLICE
+"""Items :func:`read_all` reads per turn of the event loop (~2 µs each: a call's settings)."""
+
+
+async def read_all(items: Iterable[T]) -> list[T]:
+    """``list(items)``, a turn of the event loop for every :data:`READ_SLICE` items.
+
+    Reading the settings of 50,000 calls (one ``CallSpec`` each) took 80-140 ms in one
+    turn, before the first call started.
+    """
+    read: list[T] = []
+    for item in items:
+        read.append(item)
+        if len(read) % READ_SLICE == 0:
+            await asyncio.sleep(0)
+    return read
+
+
 async def run_all(
     run: Callable[[T], Coroutine[Any, Any, R]],
     items: Iterable[T],

@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from argentic_tools._agent.calls import batch
-from argentic_tools._agent.calls.batch import run_all
+from argentic_tools._agent.calls.batch import read_all, run_all
 
 pytestmark = pytest.mark.anyio
 
@@ -207,3 +207,25 @@ async def test_each_slice_is_called_once_a_slice_has_started_or_ended_and_once_a
         (everything, everything),
         (everything, everything),
     ]
+
+
+async def test_reading_a_batch_takes_a_turn_of_the_loop_per_read_slice() -> None:
+    turn = 0
+    read_in: list[int] = []
+
+    def items() -> Iterator[int]:
+        for n in range(3 * batch.READ_SLICE + 1):
+            read_in.append(turn)
+            yield n
+
+    async def count_turns() -> None:
+        nonlocal turn
+        while len(read_in) < 3 * batch.READ_SLICE + 1:
+            turn += 1
+            await asyncio.sleep(0)
+
+    counting = asyncio.ensure_future(count_turns())
+    assert await read_all(items()) == list(range(3 * batch.READ_SLICE + 1))
+    await counting
+    per_turn = [read_in.count(t) for t in sorted(set(read_in))]
+    assert per_turn == [batch.READ_SLICE, batch.READ_SLICE, batch.READ_SLICE, 1]
