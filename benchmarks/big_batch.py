@@ -12,10 +12,15 @@ loop and records how late it wakes up):
   batch's wall time;
 - **cancellation**: ``--calls`` calls to ``wait`` (``seconds`` 600); once every call is
   pending, the batch's task is cancelled: the time until it has ended and no call is
-  pending any more (the drain), and the worst loop lag meanwhile.
+  pending any more (the drain), how much of it was the loop thread's own CPU time (the
+  rest is waiting for a core: on a shared machine, other processes' load), and the
+  worst loop lag meanwhile.
 
-Each part runs in a manager of its own. Prints a Markdown report and writes it to
-``--results`` (``benchmarks/results/big_batch.md`` by default; ``-`` for none).
+Each part runs in a manager of its own, made with ``gc_freeze=True`` under
+``--gc-freeze`` (the opt-in that keeps a big batch out of CPython's full garbage
+collections; see ``ToolManager``). Prints a Markdown report and writes it to
+``--results`` (``benchmarks/results/big_batch.md`` by default, or
+``big_batch_gc_freeze.md`` under ``--gc-freeze``; ``-`` for none).
 """
 
 import argparse
@@ -36,6 +41,7 @@ from benchmarks.harness.procs import Children
 from benchmarks.harness.results import RESULTS_DIR, write_report
 
 RESULTS = RESULTS_DIR / "big_batch.md"
+RESULTS_FROZEN = RESULTS_DIR / "big_batch_gc_freeze.md"
 PERIOD = 0.010
 """The probe's sleep, seconds."""
 
@@ -102,11 +108,13 @@ class LagProbe:
         }
 
 
-async def admission(url: str, topics: Topics, calls: int) -> dict[str, Any]:
+async def admission(url: str, topics: Topics, calls: int, freeze: bool) -> dict[str, Any]:
     """The worst loop lag while ``calls`` calls are admitted, and another tool's call meanwhile."""
     async with (
         Messager(url, will_topic=None, log_level="WARNING") as messager,
-        ToolManager(messager, log_level="WARNING", topics=topics, default_timeout=600) as manager,
+        ToolManager(
+            messager, log_level="WARNING", topics=topics, default_timeout=600, gc_freeze=freeze
+        ) as manager,
     ):
         await manager.wait_for_tool("wait", timeout=30)
         await manager.wait_for_tool("echo", timeout=30)
@@ -140,7 +148,9 @@ async def admission(url: str, topics: Topics, calls: int) -> dict[str, Any]:
         }
 
 
-async def cancellation(url: str, topics: Topics, calls: int, settle: bool) -> dict[str, Any]:
+async def cancellation(
+    url: str, topics: Topics, calls: int, settle: bool, freeze: bool
+) -> dict[str, Any]:
     """The time to drain a cancel of ``calls`` pending calls, and the worst loop lag meanwhile.
 
     The batch is cancelled as soon as every call is pending (most still wait for their
@@ -149,7 +159,9 @@ async def cancellation(url: str, topics: Topics, calls: int, settle: bool) -> di
     """
     async with (
         Messager(url, will_topic=None, log_level="WARNING") as messager,
-        ToolManager(messager, log_level="WARNING", topics=topics, default_timeout=900) as manager,
+        ToolManager(
+            messager, log_level="WARNING", topics=topics, default_timeout=900, gc_freeze=freeze
+        ) as manager,
     ):
         await manager.wait_for_tool("wait", timeout=30)
         requests = [
@@ -166,7 +178,7 @@ async def cancellation(url: str, topics: Topics, calls: int, settle: bool) -> di
             probe = LagProbe(pauses)
             probe.start()
             await asyncio.sleep(PERIOD * 3)
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.thread_time()
             batch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await batch
@@ -175,15 +187,22 @@ async def cancellation(url: str, topics: Topics, calls: int, settle: bool) -> di
                 while manager.pending_calls:  # noqa: ASYNC110 - nothing to wait on
                     await asyncio.sleep(0.001)
             drain = time.perf_counter() - started
+            drain_cpu = time.thread_time() - cpu
             lags = await probe.stop()
-        return {"calls": calls, "batch_ended_s": ended, "drain_s": drain, **lags}
+        return {
+            "calls": calls,
+            "batch_ended_s": ended,
+            "drain_s": drain,
+            "drain_cpu_s": drain_cpu,
+            **lags,
+        }
 
 
-async def measure(url: str, topics: Topics, calls: int) -> dict[str, Any]:
+async def measure(url: str, topics: Topics, calls: int, freeze: bool) -> dict[str, Any]:
     return {
-        "admission": await admission(url, topics, calls),
-        "cancel_at_once": await cancellation(url, topics, calls, settle=False),
-        "cancel_settled": await cancellation(url, topics, calls, settle=True),
+        "admission": await admission(url, topics, calls, freeze),
+        "cancel_at_once": await cancellation(url, topics, calls, False, freeze),
+        "cancel_settled": await cancellation(url, topics, calls, True, freeze),
     }
 
 
@@ -195,7 +214,7 @@ def _lags(part: dict[str, Any]) -> str:
     )
 
 
-def report(data: dict[str, Any], info: dict[str, Any], calls: int) -> str:
+def report(data: dict[str, Any], info: dict[str, Any], calls: int, freeze: bool) -> str:
     versions = info["versions"]
     machine = (
         f"{info['cpu_count']} cores, {info['platform']}, Python {versions['python']}, "
@@ -205,7 +224,7 @@ def report(data: dict[str, Any], info: dict[str, Any], calls: int) -> str:
     lines = [
         f"# A batch of {calls:,} calls: the manager's event loop",
         "",
-        f"`python -m benchmarks.big_batch --calls {calls}`, "
+        f"`python -m benchmarks.big_batch --calls {calls}{' --gc-freeze' if freeze else ''}`, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine}.",
         "",
         "| measure | result |",
@@ -223,7 +242,8 @@ def report(data: dict[str, Any], info: dict[str, Any], calls: int) -> str:
         part = data[key]
         lines += [
             f"| cancel of every call, {when}: drained in | {part['drain_s'] * 1000:.0f} ms "
-            f"(the batch's task ended after {part['batch_ended_s'] * 1000:.0f} ms) |",
+            f"(the batch's task ended after {part['batch_ended_s'] * 1000:.0f} ms; "
+            f"{part['drain_cpu_s'] * 1000:.0f} ms of CPU on the loop's thread) |",
             f"| cancel of every call, {when}: worst loop lag | {_lags(part)} |",
         ]
     return "\n".join([*lines, ""])
@@ -238,12 +258,15 @@ def run(args: argparse.Namespace) -> int:
             "benchmarks.ours_tool",
             *("--broker", broker.url, "--topic-prefix", prefix, "--echo-tools", "0"),
         )
-        data = cli.run_async(measure(broker.url, Topics.with_prefix(prefix), args.calls))
+        data = cli.run_async(
+            measure(broker.url, Topics.with_prefix(prefix), args.calls, args.gc_freeze)
+        )
         info = machine_info(binary)
-    text = report(data, info, args.calls)
+    text = report(data, info, args.calls, args.gc_freeze)
     print(text)
     if args.results != "-":
-        write_report(Path(args.results), text, data)
+        default = RESULTS_FROZEN if args.gc_freeze else RESULTS
+        write_report(Path(args.results) if args.results else default, text, data)
     return 0
 
 
@@ -254,7 +277,10 @@ def main(argv: list[str] | None = None) -> int:
         __doc__,
     )
     parser.add_argument("--calls", type=cli.positive_int, default=50_000, help="calls at once")
-    parser.add_argument("--results", default=str(RESULTS), help="report file; - for none")
+    parser.add_argument("--results", default="", help="report file; - for none")
+    parser.add_argument(
+        "--gc-freeze", action="store_true", help="managers made with gc_freeze=True"
+    )
     cli.add_mosquitto_argument(parser)
     args = cli.parse(parser, argv)
     return cli.exit_status(lambda: run(args))

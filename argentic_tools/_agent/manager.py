@@ -48,12 +48,13 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import IncomingMessage, Messager
-from .calls.batch import run_all
+from .calls.batch import SLICE, read_all, run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
+from .calls.freezing import GcFreeze
 from .calls.model_output import model_output
 from .calls.options import CallOptions, call_field, context_with
-from .calls.pending import CallSpec
+from .calls.pending import Batch, CallSpec
 from .calls.progress import BatchProgressCallback, ProgressCallback
 from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
 from .calls.streams import ToolStream
@@ -122,6 +123,15 @@ class ToolManager(AsyncResource):
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` from :meth:`async_init` (the ``[otel]``
             extra; see :func:`start_metrics_server`).
+        gc_freeze: While a batch of more than 128 calls starts, keep the process's
+            objects out of CPython's full garbage collections (``gc.freeze()`` after
+            each slice of calls started, ``gc.unfreeze()`` once the manager's batches
+            have ended). With tens of thousands of calls pending, one full collection
+            walks a million objects and holds the event loop for 0.3 s or more; frozen,
+            they are skipped. Process-wide, hence off by default: garbage reference
+            cycles wait until the batch has ended to be collected, and unfreezing also
+            unfreezes what the application froze itself (leave it off if it calls
+            ``gc.freeze()``).
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -151,6 +161,7 @@ class ToolManager(AsyncResource):
         private_replies: bool = True,
         metrics_port: int | None = None,
         tenant: bool = False,
+        gc_freeze: bool = False,
     ) -> None:
         self.messager = messager
         user = messager.username
@@ -188,6 +199,7 @@ class ToolManager(AsyncResource):
             if tenant and user is not None
             else None
         )
+        self._gc_freeze = GcFreeze() if gc_freeze else None
         self._calls = CallBook(self._registry, messager.client_id)
         self._settling = Settling(messager, self._registry)
         self._drops = DropLog(self.logger)
@@ -541,8 +553,9 @@ class ToolManager(AsyncResource):
     async def _batch(self, batch: Iterable[tuple[str, Any, CallOptions]]) -> list[ToolResult]:
         """Run calls concurrently, each as :meth:`execute_tool` would; results in order.
 
-        Every call's settings are read before any starts: a bad ``idle_timeout`` raises
-        before anything is sent. ``batch`` is consumed once, so without an overridden
+        Every call's settings are read before any starts (a slice per turn of the event
+        loop): a bad ``idle_timeout`` raises before anything is sent. ``batch`` is consumed
+        once, so without an overridden
         ``execute_tool`` the options of thousands of calls are not kept while they run
         (their specs hold what is needed).
         """
@@ -553,14 +566,20 @@ class ToolManager(AsyncResource):
             for name, arguments, options in calls:
                 options.spec(name, arguments, self.default_timeout)
             return await run_all(self._overridden_call, calls)
-        specs = [
-            options.spec(name, arguments, self.default_timeout)
+        shared = Batch()
+        specs = await read_all(
+            options.spec(name, arguments, self.default_timeout, batch=shared)
             for name, arguments, options in batch
-        ]
+        )
         # Each call runs as the runner's own coroutine, without an execute_tool frame
         # around it (~0.35 KB a call): thousands at once are the case this serves. They
-        # start (and, if the batch is cancelled, end) a slice per turn of the event loop.
-        return await run_all(self._call, specs)
+        # start (and, if the batch is cancelled, end) a slice per turn of the event loop;
+        # cancelled, none is sent any more and their TOOL_CANCELs go out once all ended.
+        cancelling = functools.partial(self._delivery.cancelling, shared)
+        if self._gc_freeze is None or len(specs) <= SLICE:
+            return await run_all(self._call, specs, cancelling)
+        with self._gc_freeze.during_batch() as each_slice:
+            return await run_all(self._call, specs, cancelling, each_slice)
 
     def _overridden_call(
         self, call: tuple[str, Any, CallOptions]

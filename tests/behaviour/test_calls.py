@@ -1,6 +1,7 @@
 """Calling tools through a real mosquitto: results, errors, timeouts and batches."""
 
 import asyncio
+import gc
 import json
 from typing import Any
 
@@ -619,3 +620,35 @@ async def test_a_big_batch_is_started_while_the_event_loop_keeps_turning(
     # (checked, validated, sent) in one turn of the loop.
     assert any(0 < pending < calls for pending in seen)
     assert manager.pending_calls == 0
+
+
+async def test_a_big_batch_freezes_the_garbage_collector_only_for_a_manager_that_asks(
+    mosquitto: Mosquitto, topics: Topics, tool_process: ToolProcess
+) -> None:
+    calls = 400  # more than a slice (128), which a manager that asks freezes after
+    requests = [ToolCallRequest(tool_id="sleep", arguments={"seconds": 0.01}) for _ in range(calls)]
+
+    async def freeze_counts(batch: "asyncio.Future[Any]") -> list[int]:
+        # One look per turn of the event loop, until the batch has ended.
+        counts = []
+        while not batch.done():
+            counts.append(gc.get_freeze_count())
+            await asyncio.sleep(0)
+        return counts
+
+    for gc_freeze in (False, True):
+        async with (
+            messager_for(mosquitto.url, topics) as messager,
+            manager_for(messager, topics, default_timeout=60, gc_freeze=gc_freeze) as manager,
+        ):
+            await ready(manager, ("sleep",))
+            batch = asyncio.ensure_future(manager.get_tool_results(requests))
+            watching = asyncio.ensure_future(freeze_counts(batch))
+            with anyio.fail_after(60):
+                results, failed = await batch
+                frozen = await watching
+            assert not failed and len(results) == calls
+            # The batch's objects are out of the full collections while it runs (and
+            # never unless asked); collectable again once it has ended.
+            assert max(frozen) > 0 if gc_freeze else set(frozen) == {0}
+            assert gc.get_freeze_count() == 0

@@ -188,11 +188,26 @@ async def test_cancelling_a_big_batch_ends_each_call_once_and_cancels_only_tasks
             ]
             batch = asyncio.ensure_future(manager.get_tool_results(requests))
             await spy.wait_for_tasks(1)
+            seen: list[int] = []
+
+            async def probe() -> None:
+                # One look per turn of the event loop, until the batch has ended.
+                while not batch.done():
+                    seen.append(manager.pending_calls)
+                    await asyncio.sleep(0)
+
+            watching = asyncio.ensure_future(probe())
             batch.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await batch
+            with anyio.fail_after(10):
+                await watching
             assert manager.pending_calls == 0
-            # Published after every TOOL_CANCEL of the batch: the wire before it is whole.
+            # The calls ended over several turns of the loop, not all in one.
+            assert any(0 < pending < max(seen) for pending in seen)
+            # Published after every TOOL_CANCEL of the batch (its calls' TOOL_CANCELs go
+            # out after they have all ended, and a task to the tool after those before
+            # it): the wire before it is whole.
             marker = await manager.execute_tool("sleep", {"seconds": 0}, call_id="marker")
             assert marker.ok
             await spy.wait_for_call("marker")

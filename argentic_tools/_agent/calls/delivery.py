@@ -3,30 +3,31 @@
 :class:`Delivery` is the only sender of tasks: the first send, and a send again after a
 broker or the tool lost them. A task's JSON is built here, when its turn to be published
 comes. After a reconnection the broker may have forgotten every subscription, so a task
-waits until its tool has registered again; a cancellation or a task sent again is a task
-of its own that the manager owns, so closing the manager waits for it briefly instead of
-dropping it.
+waits until its tool has registered again, and after the TOOL_CANCELs posted to that tool
+before it. Cancellations go out through one :class:`~.cancels.CancelOutbox`, and a task
+sent again is a task of its own; the manager owns both, so closing it waits for them
+briefly instead of dropping them.
 """
 
-import asyncio
+import contextlib
 import functools
 import logging
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
 
 from pydantic import TypeAdapter
 
 from ..._lifecycle import TaskSet
 from ..._logging import InstanceLogger
 from ..._protocol.encoding import encode_fields
-from ..._protocol.messages import CallContext, TaskMessage, ToolCancelMessage, ToolCreditMessage
+from ..._protocol.messages import CallContext, TaskMessage, ToolCreditMessage
 from ..._protocol.topics import Topics
 from ..._transport import Messager
 from ..fleet.registry import ToolRegistry
 from ..publishing import publish_quietly
+from .cancels import CancelOutbox
 from .flow import Window
-from .pending import Pending, ToolGoneError, UnsendableTaskError
+from .pending import Batch, Pending, ToolGoneError, UnsendableTaskError
 
 SENDING: int | None = None
 """Tasks of one manager being published at once (until their PUBACK); None: as many as
@@ -74,6 +75,8 @@ class Delivery:
         # removes itself from the middle of its queue (a scan of the queue each), and
         # ending thousands of queued calls newest first (a cancelled batch) was quadratic.
         self._sending = Window(messager.max_unacked if SENDING is None else SENDING)
+        self.cancels = CancelOutbox(messager, logger, tasks)
+        """Where the TOOL_CANCELs go out, in order."""
 
     async def send(self, call: Pending) -> int:
         """Publish the task of ``call`` on a connection its tool is known to be subscribed on.
@@ -103,11 +106,21 @@ class Delivery:
             if current.epoch is not None and current.epoch < self.messager.connections:
                 await self.registry.changed()
                 continue
+            cancels = self.cancels.unsent(tool_id)
+            if cancels is not None:
+                # After the TOOL_CANCELs posted to the tool before it: a tool hears that
+                # its work was cancelled before it is handed more (a cancelled batch does
+                # not wait for its calls' TOOL_CANCELs). A while at a time: the call may end
+                # meanwhile (its manager closing stops the TOOL_CANCELs queued).
+                await self.cancels.sent(cancels, 1.0)
+                continue
             await self._sending.acquire()
             try:
-                if call.future.done():
-                    # Ended while it waited for its turn (cancelled, its manager closed):
-                    # sent now, it would reach the tool after its cancellation.
+                batch = call.spec.batch
+                if call.future.done() or (batch is not None and batch.cancelling):
+                    # Ended while it waited for its turn (cancelled, its manager closed), or
+                    # about to (its batch is being cancelled): sent now, it would reach the
+                    # tool after its cancellation, or need one.
                     return 0
                 sent_on = self.messager.connections
                 # From here the tool may get the task: a cancellation must tell it. Before,
@@ -121,17 +134,22 @@ class Delivery:
             if current.epoch is None or current.epoch >= self.messager.connections:
                 return sent_on
 
-    def cancel_at_tool(self, call: Pending, reason: str) -> "asyncio.Task[Any]":
-        """Tell the tool to stop working on ``call``; the returned task publishes it."""
-        message = ToolCancelMessage(
-            source=self.messager.client_id,
-            task_id=call.task_id,
-            tool_id=call.tool_id,
-            reason=reason,
-        )
-        return self._tasks.spawn(
-            publish_quietly(self.messager, self._logger, self.call_topic(call.tool_id), message),
-            "cancel",
+    @contextlib.contextmanager
+    def cancelling(self, batch: Batch) -> Iterator[None]:
+        """While ``batch`` ends its calls: none of them is sent, no TOOL_CANCEL goes out.
+
+        The TOOL_CANCELs its calls post go out once the block is left: the calls' endings
+        first, as a single batch (see :meth:`CancelOutbox.holding`).
+        """
+        batch.cancelling = True
+        with self.cancels.holding():
+            yield
+
+    def cancel_at_tool(self, call: Pending, reason: str) -> int:
+        """Post a TOOL_CANCEL for ``call``; returns its ticket for ``cancels.sent``."""
+        tool_id = call.tool_id
+        return self.cancels.post(
+            self.call_topic(tool_id), call.task_id, tool_id, reason, self.messager.client_id
         )
 
     def grant(self, call: Pending, read: int) -> None:

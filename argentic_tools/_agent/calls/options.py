@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..._protocol.messages import CallContext, ToolCallRequest
-from .pending import CallSpec
+from .pending import Batch, CallSpec
 from .progress import BatchProgressCallback, ChunkSink, ProgressCallback, for_call, long_call
 
 
@@ -81,8 +81,9 @@ class CallOptions(NamedTuple):
         arguments: Any,
         default_timeout: float | None,
         on_chunk: ChunkSink | None = None,
+        batch: Batch | None = None,
     ) -> CallSpec:
-        """One call of ``name`` with these options, before it is checked.
+        """One call of ``name`` with these options, before it is checked (``batch``: run by it).
 
         Raises:
             ValueError: ``idle_timeout`` or ``max_duration`` is not a positive number.
@@ -105,7 +106,14 @@ class CallOptions(NamedTuple):
                 timeout,
             )
         return CallSpec(
-            name, arguments, self.task_id_override, timeout, self.call_id, self.context, watch
+            name,
+            arguments,
+            self.task_id_override,
+            timeout,
+            self.call_id,
+            self.context,
+            watch,
+            batch=batch,
         )
 
 

@@ -18,6 +18,20 @@ class UnsendableTaskError(Exception):
     """A call's task could not be encoded as JSON when its turn to be sent came."""
 
 
+class Batch:
+    """What the calls of one batch share: whether the batch is being cancelled.
+
+    Cancelled, a batch's call only posts its TOOL_CANCEL and does not wait until it is
+    out (a batch of 20,000 waited 20,000 times), and a call of the batch not sent yet
+    is not sent any more, even before its own turn to end comes.
+    """
+
+    __slots__ = ("cancelling",)
+
+    def __init__(self) -> None:
+        self.cancelling = False
+
+
 @dataclass(slots=True)
 class CallSpec:
     """What the caller asked for: one call, before it is checked."""
@@ -37,6 +51,8 @@ class CallSpec:
     traceparent: str | None = None
     """The caller's span, as W3C trace context for the task."""
     tracestate: str | None = None
+    batch: "Batch | None" = None
+    """The batch that runs the call, if any (one object that all its calls share)."""
 
 
 @dataclass(slots=True)

@@ -147,7 +147,9 @@ class CallRunner:
                             self._liveness.missed(call.entry)
                 except asyncio.CancelledError:
                     # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
-                    # must stop too. The TOOL_CANCEL is on its way before this returns.
+                    # must stop too. The TOOL_CANCEL is on its way before this returns: out,
+                    # for a call of its own; posted, for a batch's call (no wait per call, and
+                    # later tasks to the tool go out after it).
                     # Nobody awaits the call's future any more (a streamed call waits on its
                     # events, not on it): end it now, so that the manager closing meanwhile
                     # does not fail it with an exception no one ever retrieves (asyncio
@@ -155,9 +157,10 @@ class CallRunner:
                     if not call.future.cancel() and not call.future.cancelled():
                         call.future.exception()  # ended already: its outcome is seen
                     if call.published and self._is_open():
-                        sending = self._delivery.cancel_at_tool(call, "cancelled by the caller")
-                        with anyio.CancelScope(shield=True):
-                            await asyncio.wait({sending}, timeout=CANCEL_SEND_SECONDS)
+                        ticket = self._delivery.cancel_at_tool(call, "cancelled by the caller")
+                        if spec.batch is None:
+                            with anyio.CancelScope(shield=True):
+                                await self._delivery.cancels.sent(ticket, CANCEL_SEND_SECONDS)
                     raise
                 except BrokenStreamError as exc:
                     # The caller stopped reading, or a chunk was lost: the tool stops too.
@@ -306,7 +309,6 @@ class CallRunner:
             )
         )
         if call.published:
-            await asyncio.wait(
-                {self._delivery.cancel_at_tool(call, why)}, timeout=CANCEL_SEND_SECONDS
-            )
+            ticket = self._delivery.cancel_at_tool(call, why)
+            await self._delivery.cancels.sent(ticket, CANCEL_SEND_SECONDS)
         return True

@@ -1,0 +1,46 @@
+"""Keeping big batches out of the garbage collector's full collections, when asked.
+
+CPython's cyclic garbage collector now and then runs a full collection, which walks
+every object that can hold references: with 50,000 calls pending there are about a
+million (the caller's requests, and a dozen per pending call: its task, coroutine,
+futures, timeout, ...), and one full collection held the event loop for 0.3-1 s, however
+finely the batch is sliced. ``gc.freeze()`` moves every object that exists to a
+permanent generation that collections skip, in constant time; freezing after each
+slice of a batch has started, and each time another slice of its calls has ended (their
+results, and what the calls that waited for a slot made since), keeps the batch's
+objects out of the full collections while it runs.
+
+It is process-wide (every object of the process is frozen, not only the batch's; a
+reference cycle that becomes garbage meanwhile is collected only once unfrozen) and
+``gc.unfreeze()`` also releases what the application froze itself, so a library must
+not do it unasked: :class:`GcFreeze` acts only for a manager made with
+``ToolManager(gc_freeze=True)``.
+"""
+
+import contextlib
+import gc
+from collections.abc import Callable, Iterator
+
+
+class GcFreeze:
+    """Freezes the process's objects while one of a manager's big batches runs."""
+
+    __slots__ = ("_batches",)
+
+    def __init__(self) -> None:
+        self._batches = 0
+
+    @contextlib.contextmanager
+    def during_batch(self) -> Iterator[Callable[[], None]]:
+        """For the block: what to call after each slice of calls has started or ended.
+
+        Once the last of the manager's batches that froze has ended, the frozen objects
+        are collectable again (``gc.unfreeze()``): most of the batch's are gone by then.
+        """
+        self._batches += 1
+        try:
+            yield gc.freeze
+        finally:
+            self._batches -= 1
+            if not self._batches:
+                gc.unfreeze()
