@@ -16,11 +16,11 @@ loop and records how late it wakes up):
   rest is waiting for a core: on a shared machine, other processes' load), and the
   worst loop lag meanwhile.
 
-Each part runs in a manager of its own, made with ``gc_freeze=True`` under
-``--gc-freeze`` (the opt-in that keeps a big batch out of CPython's full garbage
-collections; see ``ToolManager``). Prints a Markdown report and writes it to
-``--results`` (``benchmarks/results/big_batch.md`` by default, or
-``big_batch_gc_freeze.md`` under ``--gc-freeze``; ``-`` for none).
+Each part runs in a manager of its own, with the library's default ``gc_freeze`` (a
+batch this big is kept out of CPython's full garbage collections; see ``ToolManager``),
+or ``gc_freeze=False`` under ``--no-gc-freeze``. Prints a Markdown report and writes it
+to ``--results`` (``benchmarks/results/big_batch.md`` by default, or
+``big_batch_no_gc_freeze.md`` under ``--no-gc-freeze``; ``-`` for none).
 """
 
 import argparse
@@ -41,7 +41,7 @@ from benchmarks.harness.procs import Children
 from benchmarks.harness.results import RESULTS_DIR, write_report
 
 RESULTS = RESULTS_DIR / "big_batch.md"
-RESULTS_FROZEN = RESULTS_DIR / "big_batch_gc_freeze.md"
+RESULTS_UNFROZEN = RESULTS_DIR / "big_batch_no_gc_freeze.md"
 PERIOD = 0.010
 """The probe's sleep, seconds."""
 
@@ -108,7 +108,7 @@ class LagProbe:
         }
 
 
-async def admission(url: str, topics: Topics, calls: int, freeze: bool) -> dict[str, Any]:
+async def admission(url: str, topics: Topics, calls: int, freeze: bool | None) -> dict[str, Any]:
     """The worst loop lag while ``calls`` calls are admitted, and another tool's call meanwhile."""
     async with (
         Messager(url, will_topic=None, log_level="WARNING") as messager,
@@ -149,7 +149,7 @@ async def admission(url: str, topics: Topics, calls: int, freeze: bool) -> dict[
 
 
 async def cancellation(
-    url: str, topics: Topics, calls: int, settle: bool, freeze: bool
+    url: str, topics: Topics, calls: int, settle: bool, freeze: bool | None
 ) -> dict[str, Any]:
     """The time to drain a cancel of ``calls`` pending calls, and the worst loop lag meanwhile.
 
@@ -198,7 +198,7 @@ async def cancellation(
         }
 
 
-async def measure(url: str, topics: Topics, calls: int, freeze: bool) -> dict[str, Any]:
+async def measure(url: str, topics: Topics, calls: int, freeze: bool | None) -> dict[str, Any]:
     return {
         "admission": await admission(url, topics, calls, freeze),
         "cancel_at_once": await cancellation(url, topics, calls, False, freeze),
@@ -214,17 +214,18 @@ def _lags(part: dict[str, Any]) -> str:
     )
 
 
-def report(data: dict[str, Any], info: dict[str, Any], calls: int, freeze: bool) -> str:
+def report(data: dict[str, Any], info: dict[str, Any], calls: int, freeze: bool | None) -> str:
     versions = info["versions"]
     machine = (
         f"{info['cpu_count']} cores, {info['platform']}, Python {versions['python']}, "
         f"mosquitto {versions['mosquitto']}, load {info['load_before'][0]:.1f}"
     )
     admitted = data["admission"]
+    flag = " --no-gc-freeze" if freeze is False else ""
     lines = [
         f"# A batch of {calls:,} calls: the manager's event loop",
         "",
-        f"`python -m benchmarks.big_batch --calls {calls}{' --gc-freeze' if freeze else ''}`, "
+        f"`python -m benchmarks.big_batch --calls {calls}{flag}`, "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine}.",
         "",
         "| measure | result |",
@@ -252,20 +253,19 @@ def report(data: dict[str, Any], info: dict[str, Any], calls: int, freeze: bool)
 def run(args: argparse.Namespace) -> int:
     binary = cli.require_mosquitto(args.mosquitto)
     prefix = f"big{uuid.uuid4().hex[:8]}"
+    freeze = False if args.no_gc_freeze else None
     with Mosquitto(binary) as broker, Children() as children:
         children.python(
             "tools",
             "benchmarks.ours_tool",
             *("--broker", broker.url, "--topic-prefix", prefix, "--echo-tools", "0"),
         )
-        data = cli.run_async(
-            measure(broker.url, Topics.with_prefix(prefix), args.calls, args.gc_freeze)
-        )
+        data = cli.run_async(measure(broker.url, Topics.with_prefix(prefix), args.calls, freeze))
         info = machine_info(binary)
-    text = report(data, info, args.calls, args.gc_freeze)
+    text = report(data, info, args.calls, freeze)
     print(text)
     if args.results != "-":
-        default = RESULTS_FROZEN if args.gc_freeze else RESULTS
+        default = RESULTS_UNFROZEN if freeze is False else RESULTS
         write_report(Path(args.results) if args.results else default, text, data)
     return 0
 
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=cli.positive_int, default=50_000, help="calls at once")
     parser.add_argument("--results", default="", help="report file; - for none")
     parser.add_argument(
-        "--gc-freeze", action="store_true", help="managers made with gc_freeze=True"
+        "--no-gc-freeze", action="store_true", help="managers made with gc_freeze=False"
     )
     cli.add_mosquitto_argument(parser)
     args = cli.parse(parser, argv)

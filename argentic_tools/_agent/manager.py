@@ -51,7 +51,7 @@ from .._transport import IncomingMessage, Messager
 from .calls.batch import SLICE, read_all, run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
-from .calls.freezing import GcFreeze
+from .calls.freezing import PROCESS_FREEZE
 from .calls.model_output import model_output
 from .calls.options import CallOptions, call_field, context_with
 from .calls.pending import Batch, CallSpec
@@ -123,15 +123,17 @@ class ToolManager(AsyncResource):
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` from :meth:`async_init` (the ``[otel]``
             extra; see :func:`start_metrics_server`).
-        gc_freeze: While a batch of more than 128 calls starts, keep the process's
-            objects out of CPython's full garbage collections (``gc.freeze()`` after
-            each slice of calls started, ``gc.unfreeze()`` once the manager's batches
+        gc_freeze: While a big batch runs, keep the process's objects out of
+            CPython's full garbage collections (``gc.freeze()`` after each slice of
+            calls started or ended, ``gc.unfreeze()`` once the process's big batches
             have ended). With tens of thousands of calls pending, one full collection
             walks a million objects and holds the event loop for 0.3 s or more; frozen,
-            they are skipped. Process-wide, hence off by default: garbage reference
-            cycles wait until the batch has ended to be collected, and unfreezing also
-            unfreezes what the application froze itself (leave it off if it calls
-            ``gc.freeze()``).
+            they are skipped. It is process-wide: garbage reference cycles wait until
+            the batches have ended to be collected. ``None`` (the default) does it for
+            batches of 4,096 calls or more, while the collector is enabled and unless
+            the application has frozen objects itself (its own ``gc.freeze()`` is
+            left alone); ``True`` for every batch of more than 128 calls; ``False``
+            never.
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -161,7 +163,7 @@ class ToolManager(AsyncResource):
         private_replies: bool = True,
         metrics_port: int | None = None,
         tenant: bool = False,
-        gc_freeze: bool = False,
+        gc_freeze: bool | None = None,
     ) -> None:
         self.messager = messager
         user = messager.username
@@ -199,7 +201,7 @@ class ToolManager(AsyncResource):
             if tenant and user is not None
             else None
         )
-        self._gc_freeze = GcFreeze() if gc_freeze else None
+        self._gc_freeze = gc_freeze
         self._calls = CallBook(self._registry, messager.client_id)
         self._settling = Settling(messager, self._registry)
         self._drops = DropLog(self.logger)
@@ -576,9 +578,9 @@ class ToolManager(AsyncResource):
         # start (and, if the batch is cancelled, end) a slice per turn of the event loop;
         # cancelled, none is sent any more and their TOOL_CANCELs go out once all ended.
         cancelling = functools.partial(self._delivery.cancelling, shared)
-        if self._gc_freeze is None or len(specs) <= SLICE:
+        if not PROCESS_FREEZE.wanted(self._gc_freeze, len(specs), SLICE):
             return await run_all(self._call, specs, cancelling)
-        with self._gc_freeze.during_batch() as each_slice:
+        with PROCESS_FREEZE.during_batch() as each_slice:
             return await run_all(self._call, specs, cancelling, each_slice)
 
     def _overridden_call(

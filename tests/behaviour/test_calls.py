@@ -26,7 +26,7 @@ from argentic_tools import (
     parse_message,
     tool,
 )
-from argentic_tools._agent.calls import delivery
+from argentic_tools._agent.calls import delivery, freezing
 from argentic_tools._agent.fleet import settling
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_for, messager_for
@@ -622,10 +622,23 @@ async def test_a_big_batch_is_started_while_the_event_loop_keeps_turning(
     assert manager.pending_calls == 0
 
 
-async def test_a_big_batch_freezes_the_garbage_collector_only_for_a_manager_that_asks(
-    mosquitto: Mosquitto, topics: Topics, tool_process: ToolProcess
+@pytest.mark.parametrize(
+    ("gc_freeze", "calls", "freezes"),
+    [
+        (False, 400, False),
+        (True, 400, True),  # more than a slice (128), which a manager that asks freezes after
+        (None, 400, False),  # the default: small batches never
+        (None, freezing.AUTO_CALLS, True),  # the default: big batches do
+    ],
+)
+async def test_a_batch_freezes_the_garbage_collector_only_when_big_or_asked(
+    mosquitto: Mosquitto,
+    topics: Topics,
+    tool_process: ToolProcess,
+    gc_freeze: bool | None,
+    calls: int,
+    freezes: bool,
 ) -> None:
-    calls = 400  # more than a slice (128), which a manager that asks freezes after
     requests = [ToolCallRequest(tool_id="sleep", arguments={"seconds": 0.01}) for _ in range(calls)]
 
     async def freeze_counts(batch: "asyncio.Future[Any]") -> list[int]:
@@ -636,19 +649,18 @@ async def test_a_big_batch_freezes_the_garbage_collector_only_for_a_manager_that
             await asyncio.sleep(0)
         return counts
 
-    for gc_freeze in (False, True):
-        async with (
-            messager_for(mosquitto.url, topics) as messager,
-            manager_for(messager, topics, default_timeout=60, gc_freeze=gc_freeze) as manager,
-        ):
-            await ready(manager, ("sleep",))
-            batch = asyncio.ensure_future(manager.get_tool_results(requests))
-            watching = asyncio.ensure_future(freeze_counts(batch))
-            with anyio.fail_after(60):
-                results, failed = await batch
-                frozen = await watching
-            assert not failed and len(results) == calls
-            # The batch's objects are out of the full collections while it runs (and
-            # never unless asked); collectable again once it has ended.
-            assert max(frozen) > 0 if gc_freeze else set(frozen) == {0}
-            assert gc.get_freeze_count() == 0
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics, default_timeout=60, gc_freeze=gc_freeze) as manager,
+    ):
+        await ready(manager, ("sleep",))
+        batch = asyncio.ensure_future(manager.get_tool_results(requests))
+        watching = asyncio.ensure_future(freeze_counts(batch))
+        with anyio.fail_after(60):
+            results, failed = await batch
+            frozen = await watching
+        assert not failed and len(results) == calls
+        # The batch's objects are out of the full collections while it runs (and never
+        # for a small batch unless asked); collectable again once it has ended.
+        assert max(frozen) > 0 if freezes else set(frozen) == {0}
+        assert gc.get_freeze_count() == 0

@@ -12,23 +12,39 @@ objects out of the full collections while it runs.
 
 It is process-wide (every object of the process is frozen, not only the batch's; a
 reference cycle that becomes garbage meanwhile is collected only once unfrozen) and
-``gc.unfreeze()`` also releases what the application froze itself, so a library must
-not do it unasked: :class:`GcFreeze` acts only for a manager made with
-``ToolManager(gc_freeze=True)``.
+``gc.unfreeze()`` also releases what the application froze itself. So by default
+(``ToolManager(gc_freeze=None)``) it acts only for a batch of :data:`AUTO_CALLS` calls or
+more, only while the collector is enabled, and never in a process whose application has
+frozen objects of its own; ``gc_freeze=True`` acts for every batch of more than one
+slice, ``gc_freeze=False`` never. One :data:`PROCESS_FREEZE` serves every manager of the
+process, so the objects stay frozen until the last of their big batches has ended.
 """
 
 import contextlib
 import gc
 from collections.abc import Callable, Iterator
 
+AUTO_CALLS = 4096
+"""The size from which a batch freezes by default: below it, a full collection of what
+its calls hold stays well under the 100 ms the event loop may be held."""
+
 
 class GcFreeze:
-    """Freezes the process's objects while one of a manager's big batches runs."""
+    """Freezes the process's objects while one of its managers' big batches runs."""
 
     __slots__ = ("_batches",)
 
     def __init__(self) -> None:
         self._batches = 0
+
+    def wanted(self, setting: bool | None, calls: int, slice_size: int) -> bool:
+        """Whether a batch of ``calls`` freezes, given the manager's ``gc_freeze``."""
+        if setting is not None:
+            return setting and calls > slice_size
+        if calls < AUTO_CALLS or not gc.isenabled():
+            return False
+        # Frozen objects that are not ours are the application's: leave its freeze alone.
+        return self._batches > 0 or gc.get_freeze_count() == 0
 
     @contextlib.contextmanager
     def during_batch(self) -> Iterator[Callable[[], None]]:
@@ -44,3 +60,7 @@ class GcFreeze:
             self._batches -= 1
             if not self._batches:
                 gc.unfreeze()
+
+
+PROCESS_FREEZE = GcFreeze()
+"""The process's one freezer: every manager's batches count in it."""
