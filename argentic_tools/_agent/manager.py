@@ -659,10 +659,14 @@ class ToolManager(AsyncResource):
         tags: Iterable[str] | None = None,
         strict: bool = True,
     ) -> list[dict[str, Any]]:
-        """The registry as LLM tool definitions: ``prompt``, ``openai``, ``anthropic`` or ``mcp``.
+        """The registry as LLM tool definitions, in one of :data:`ExportFormat`'s shapes.
 
-        Only tools enabled for ``thread_id`` and carrying all ``tags`` are
-        exported. OpenAI exports use strict mode when the schema allows it.
+        ``prompt`` is document 004's; ``anthropic`` and ``mcp`` are those APIs'
+        own; ``openai`` is the Chat Completions shape (``{"type": "function",
+        "function": {...}}``), ``openai-responses`` the Responses API's flat one
+        (``{"type": "function", "name", "description", "parameters", "strict"}``).
+        Only tools enabled for ``thread_id`` and carrying all ``tags`` are exported.
+        OpenAI exports use strict mode when the schema allows it.
 
         Raises:
             ValueError: Unknown format.
@@ -675,11 +679,14 @@ class ToolManager(AsyncResource):
     def export_result(self, result: ToolResult, fmt: ExportFormat = "openai") -> Any:
         """What a model receives for ``result``, in the shape of :meth:`export_tools`' ``fmt``.
 
-        ``prompt``: text. ``openai``: a Responses API ``function_call_output``'s
-        ``output`` (the text, or ``input_text``/``input_image`` parts for content
-        blocks). ``anthropic``: a ``tool_result``'s ``content`` (the text, or ``text``
-        and ``image`` blocks). ``mcp``: a ``CallToolResult`` as JSON. Blocks a provider
-        cannot take reach the model as their plain rendering, never as base64 text.
+        ``prompt``: text. ``openai``: a Chat Completions ``tool`` message's
+        ``content``, always a string (it takes text only: an image is its plain
+        rendering, ``[image: image/png, 1,234 bytes]``). ``openai-responses``: a
+        Responses API ``function_call_output``'s ``output`` (the text, or
+        ``input_text``/``input_image`` parts for content blocks). ``anthropic``: a
+        ``tool_result``'s ``content`` (the text, or ``text`` and ``image`` blocks).
+        ``mcp``: a ``CallToolResult`` as JSON. Blocks a format cannot take reach the
+        model as their plain rendering, never as base64 text.
 
         Raises:
             ValueError: Unknown format.

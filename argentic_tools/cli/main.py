@@ -202,11 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     describe.add_argument(
         "--format",
-        choices=("prompt", "openai", "anthropic", "mcp"),
+        choices=("prompt", "openai", "openai-responses", "anthropic", "mcp"),
         default="prompt",
         help="prompt: readable text for a system prompt, one block per tool (its name, "
-        "its description, its parameters as JSON Schema); openai, anthropic, mcp: a JSON "
-        "array of tool definitions in that API's shape (ToolManager.export_tools)",
+        "its description, its parameters as JSON Schema); openai (Chat Completions), "
+        "openai-responses (Responses API), anthropic, mcp: a JSON array of tool "
+        "definitions in that API's shape (ToolManager.export_tools)",
     )
     describe.add_argument(
         "--wait",

@@ -338,7 +338,7 @@ async def test_describe_prompt_prints_every_tool_as_text_for_a_system_prompt(
     assert sleep.startswith("sleep\n")
 
 
-@pytest.mark.parametrize("fmt", ["openai", "anthropic", "mcp"])
+@pytest.mark.parametrize("fmt", ["openai", "openai-responses", "anthropic", "mcp"])
 async def test_describe_exports_the_registry_for_llm_providers(
     served: str, mosquitto: Mosquitto, fmt: str
 ) -> None:

@@ -113,7 +113,8 @@ def test_every_public_name_is_importable() -> None:
 
 
 def test_export_formats_are_a_literal_type() -> None:
-    assert typing.get_args(ExportFormat) == ("prompt", "openai", "anthropic", "mcp")
+    formats = ("prompt", "openai", "anthropic", "mcp", "openai-responses")
+    assert typing.get_args(ExportFormat) == formats
 
 
 def test_the_architecture_page_names_every_module_of_the_library() -> None:

@@ -1,5 +1,10 @@
 """The registry in the shapes LLM providers expect: OpenAI, Anthropic, MCP and prompt JSON.
 
+``openai`` is OpenAI's Chat Completions API (``{"type": "function", "function": {...}}``);
+``openai-responses`` is its Responses API, where the function tool is flat
+(``{"type": "function", "name", "description", "parameters", "strict"}``) and ``strict``
+is always given, since that API turns strict mode on when it is left out.
+
 Provider tool names must match ``^[a-zA-Z0-9_-]{1,64}$`` (OpenAI and Anthropic);
 :func:`provider_name` maps other names onto that alphabet, and the manager
 resolves such names back when the model calls them.
@@ -18,8 +23,10 @@ from typing import Any, Literal, get_args
 
 from .info import ToolInfo
 
-ExportFormat = Literal["prompt", "openai", "anthropic", "mcp"]
-"""The formats :meth:`~argentic_tools.ToolManager.export_tools` produces."""
+ExportFormat = Literal["prompt", "openai", "anthropic", "mcp", "openai-responses"]
+"""The formats :meth:`~argentic_tools.ToolManager.export_tools` and
+:meth:`~argentic_tools.ToolManager.export_result` produce (``openai`` is Chat Completions,
+``openai-responses`` the Responses API)."""
 EXPORT_FORMATS: tuple[str, ...] = get_args(ExportFormat)
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
@@ -134,8 +141,8 @@ def prompt_entry(info: ToolInfo) -> dict[str, Any]:
     }
 
 
-def openai_entry(info: ToolInfo, strict: bool = True) -> dict[str, Any]:
-    """A Chat Completions function tool (``{"type": "function", "function": {...}}``)."""
+def _function(info: ToolInfo, strict: bool) -> dict[str, Any]:
+    """``name``, ``description``, ``parameters`` and ``strict`` (only when it is on)."""
     function: dict[str, Any] = {
         "name": provider_name(info.name),
         "description": info.description,
@@ -147,7 +154,19 @@ def openai_entry(info: ToolInfo, strict: bool = True) -> dict[str, Any]:
             function["strict"] = True
         except NotStrictCompatibleError:
             pass
-    return {"type": "function", "function": function}
+    return function
+
+
+def openai_entry(info: ToolInfo, strict: bool = True) -> dict[str, Any]:
+    """A Chat Completions function tool (``{"type": "function", "function": {...}}``)."""
+    return {"type": "function", "function": _function(info, strict)}
+
+
+def openai_responses_entry(info: ToolInfo, strict: bool = True) -> dict[str, Any]:
+    """A Responses API function tool: flat, ``strict`` always given (that API defaults to on)."""
+    entry = {"type": "function", **_function(info, strict)}
+    entry.setdefault("strict", False)
+    return entry
 
 
 def anthropic_entry(info: ToolInfo) -> dict[str, Any]:
@@ -190,6 +209,8 @@ def export(
         return [prompt_entry(info) for info in infos]
     if fmt == "openai":
         return [openai_entry(info, strict) for info in infos]
+    if fmt == "openai-responses":
+        return [openai_responses_entry(info, strict) for info in infos]
     if fmt == "anthropic":
         return [anthropic_entry(info) for info in infos]
     if fmt == "mcp":

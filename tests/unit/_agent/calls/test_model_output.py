@@ -37,19 +37,32 @@ BLOCKS: list[ContentBlock] = [
 
 
 def test_plain_results_are_text_in_every_provider_format() -> None:
-    for fmt in ("prompt", "openai", "anthropic"):
+    for fmt in ("prompt", "openai", "openai-responses", "anthropic"):
         assert model_output(result({"a": 1}), fmt) == '{"a": 1}'
         assert model_output(result("hi"), fmt) == "hi"
     error = TaskErrorMessage(tool_id="t", tool_name="n", error="Tool 'n' failed: boom")
     assert model_output(error, "openai") == "Tool 'n' failed: boom"
+    assert model_output(error, "openai-responses") == "Tool 'n' failed: boom"
     assert model_output(error, "mcp") == {
         "content": [{"type": "text", "text": "Tool 'n' failed: boom"}],
         "isError": True,
     }
 
 
-def test_openai_gets_images_as_input_images_and_the_rest_as_text() -> None:
-    assert model_output(result(rendered(BLOCKS), BLOCKS), "openai") == [
+def test_openai_chat_completions_gets_one_string_with_no_image_and_no_base64() -> None:
+    # A Chat Completions tool message takes text only: every block is its rendering.
+    content = model_output(result(rendered(BLOCKS), BLOCKS), "openai")
+    assert content == (
+        "a chart\n\n[image: image/png, 8 bytes]\n\n[image: image/svg+xml, 6 bytes]"
+        "\n\n[audio: audio/ogg, 4 bytes]\n\nnotes\n\n[resource link two: u:2]"
+    )
+    assert PNG64 not in content
+    chart = result({"points": 3}, [Image(PNG)])
+    assert model_output(chart, "openai") == '{"points": 3}\n\n[image: image/png, 8 bytes]'
+
+
+def test_openai_responses_gets_images_as_input_images_and_the_rest_as_text() -> None:
+    assert model_output(result(rendered(BLOCKS), BLOCKS), "openai-responses") == [
         {"type": "input_text", "text": "a chart"},
         {"type": "input_image", "image_url": f"data:image/png;base64,{PNG64}", "detail": "auto"},
         {"type": "input_text", "text": "[image: image/svg+xml, 6 bytes]"},  # not taken
@@ -84,9 +97,14 @@ def test_a_plain_value_among_blocks_is_not_sent_twice() -> None:
     blocks: list[ContentBlock] = [Text("rows"), Image(PNG), Text('{"rows": 3}')]
     mixed = result(["rows", "[image: image/png, 8 bytes]", {"rows": 3}], blocks)
     assert [part["type"] for part in model_output(mixed, "anthropic")] == ["text", "image", "text"]
-    assert len(model_output(mixed, "openai")) == 3
+    assert len(model_output(mixed, "openai-responses")) == 3
+    assert (
+        model_output(mixed, "openai") == "rows\n\n[image: image/png, 8 bytes]\n\n" + '{"rows": 3}'
+    )
 
 
 def test_an_unknown_format_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown format"):
         model_output(result(1, [Text("x")]), "gemini")
+    with pytest.raises(ValueError, match="unknown format"):
+        model_output(result(1), "gemini")

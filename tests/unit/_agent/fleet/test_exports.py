@@ -1,12 +1,34 @@
-"""Schema rewrites for provider exports, without a broker."""
+"""Schema rewrites and tool shapes for provider exports, without a broker."""
+
+from typing import Any
 
 import pytest
 
 from argentic_tools._agent.fleet.exports import (
     NotStrictCompatibleError,
+    export,
     provider_name,
     strict_schema,
 )
+from argentic_tools._agent.fleet.info import ToolInfo
+
+ADD: dict[str, Any] = {
+    "type": "object",
+    "properties": {"a": {"type": "integer"}},
+    "required": ["a"],
+}
+FREE: dict[str, Any] = {
+    "type": "object",
+    "properties": {},
+    "additionalProperties": {"type": "string"},
+}
+
+
+def info(name: str, schema: dict[str, Any]) -> ToolInfo:
+    return ToolInfo("id-" + name, name, "does " + name, schema, None, (), (), None, "")
+
+
+STRICT_ADD = {**ADD, "additionalProperties": False}
 
 
 def test_provider_name_is_restricted_to_the_provider_alphabet() -> None:
@@ -50,3 +72,38 @@ def test_strict_schema_makes_optional_properties_required_and_nullable() -> None
 def test_schemas_strict_mode_cannot_express_are_refused(schema: dict[str, object]) -> None:
     with pytest.raises(NotStrictCompatibleError):
         strict_schema(schema)
+
+
+def test_openai_is_the_chat_completions_shape_nested_under_function() -> None:
+    add, free = export([info("add", ADD), info("free", FREE)], "openai")
+    assert add == {
+        "type": "function",
+        "function": {
+            "name": "add",
+            "description": "does add",
+            "parameters": STRICT_ADD,
+            "strict": True,
+        },
+    }
+    assert "strict" not in free["function"]  # Chat Completions defaults to not strict
+
+
+def test_openai_responses_is_the_flat_responses_api_shape_with_strict_always_given() -> None:
+    add, free = export([info("add", ADD), info("free", FREE)], "openai-responses")
+    assert add == {
+        "type": "function",
+        "name": "add",
+        "description": "does add",
+        "parameters": STRICT_ADD,
+        "strict": True,
+    }
+    # The Responses API turns strict mode on when it is left out: say it is off.
+    assert free == {
+        "type": "function",
+        "name": "free",
+        "description": "does free",
+        "parameters": FREE,
+        "strict": False,
+    }
+    [loose] = export([info("add", ADD)], "openai-responses", strict=False)
+    assert loose["strict"] is False and loose["parameters"] == ADD
