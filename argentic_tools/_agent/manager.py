@@ -557,9 +557,8 @@ class ToolManager(AsyncResource):
 
         Every call's settings are read before any starts (a slice per turn of the event
         loop): a bad ``idle_timeout`` raises before anything is sent. ``batch`` is consumed
-        once, so without an overridden
-        ``execute_tool`` the options of thousands of calls are not kept while they run
-        (their specs hold what is needed).
+        once, so without an overridden ``execute_tool`` the options of thousands of calls
+        are not kept while they run (their specs hold what is needed).
         """
         if type(self).execute_tool is not ToolManager.execute_tool:
             # A subclass's own execute_tool sees every call, batched ones too, with the
@@ -578,9 +577,7 @@ class ToolManager(AsyncResource):
         # start (and, if the batch is cancelled, end) a slice per turn of the event loop;
         # cancelled, none is sent any more and their TOOL_CANCELs go out once all ended.
         cancelling = functools.partial(self._delivery.cancelling, shared)
-        if not PROCESS_FREEZE.wanted(self._gc_freeze, len(specs), SLICE):
-            return await run_all(self._call, specs, cancelling)
-        with PROCESS_FREEZE.during_batch() as each_slice:
+        with PROCESS_FREEZE.for_batch(self._gc_freeze, len(specs), SLICE) as each_slice:
             return await run_all(self._call, specs, cancelling, each_slice)
 
     def _overridden_call(

@@ -47,6 +47,17 @@ class GcFreeze:
         return self._batches > 0 or gc.get_freeze_count() == 0
 
     @contextlib.contextmanager
+    def for_batch(
+        self, setting: bool | None, calls: int, slice_size: int
+    ) -> Iterator[Callable[[], None] | None]:
+        """For a batch: what to call after each slice, or ``None`` if it does not freeze."""
+        if not self.wanted(setting, calls, slice_size):
+            yield None
+            return
+        with self.during_batch() as each_slice:
+            yield each_slice
+
+    @contextlib.contextmanager
     def during_batch(self) -> Iterator[Callable[[], None]]:
         """For the block: what to call after each slice of calls has started or ended.
 

@@ -65,3 +65,14 @@ def test_by_default_a_batch_joins_a_freeze_the_managers_started() -> None:
         each_slice()
         assert freezing.wanted(None, AUTO_CALLS, 128)  # frozen by a batch, not the app
     assert gc.get_freeze_count() == 0
+
+
+def test_a_batch_that_does_not_freeze_gets_no_slice_hook() -> None:
+    freezing = GcFreeze()
+    with freezing.for_batch(None, AUTO_CALLS - 1, 128) as each_slice:
+        assert each_slice is None
+    with freezing.for_batch(None, AUTO_CALLS, 128) as each_slice:
+        assert each_slice is not None
+        each_slice()
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
