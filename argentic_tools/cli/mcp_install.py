@@ -80,28 +80,24 @@ def gateway_server(args: argparse.Namespace, env: dict[str, str]) -> StdioServer
     return StdioServer(os.path.abspath(sys.executable), serve, env)
 
 
-def claude_desktop_file() -> Path:
-    """Claude Desktop's ``claude_desktop_config.json`` on this system."""
+def _app_config_dir() -> Path:
+    """Where desktop applications keep their settings on this system."""
     home = Path.home()
     if sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
-    elif sys.platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return base / "Claude" / "claude_desktop_config.json"
+        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
+
+
+def claude_desktop_file() -> Path:
+    """Claude Desktop's ``claude_desktop_config.json`` on this system."""
+    return _app_config_dir() / "Claude" / "claude_desktop_config.json"
 
 
 def vscode_user_file() -> Path:
     """The ``mcp.json`` of VS Code's default user profile on this system."""
-    home = Path.home()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
-    elif sys.platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return base / "Code" / "User" / "mcp.json"
+    return _app_config_dir() / "Code" / "User" / "mcp.json"
 
 
 def merged(config: Any, key: str, name: str, entry: dict[str, Any], path: Path) -> bool:
