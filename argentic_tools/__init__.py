@@ -7,6 +7,13 @@ errors and Last-Will liveness.
 
 from importlib import metadata as _metadata
 
+from ._agent.calls.handlers import (
+    CallerHandlers,
+    CallRef,
+    ElicitHandler,
+    LogHandler,
+    SampleHandler,
+)
 from ._agent.calls.progress import BatchProgressCallback, ProgressCallback
 from ._agent.calls.streams import ToolStream
 from ._agent.fleet.exports import ExportFormat
@@ -22,6 +29,8 @@ from ._agent.records.observations import (
 )
 from ._broker import EmbeddedBroker
 from ._errors import (
+    AskError,
+    AskNotSupportedError,
     BrokerError,
     BrokerUnavailableError,
     InputValidationError,
@@ -84,6 +93,17 @@ from ._protocol.messages import (
     ToolResult,
 )
 from ._protocol.parsing import parse_message
+from ._protocol.participation import (
+    ElicitRequest,
+    ElicitResult,
+    LogRecord,
+    SampleRequest,
+    SampleResult,
+    SamplingMessage,
+    ToolAnswerMessage,
+    ToolAskMessage,
+    ToolLogMessage,
+)
 from ._protocol.topics import Topics
 from ._telemetry import start_metrics_server
 from ._tools.context import ToolContext
@@ -101,6 +121,8 @@ __all__ = [
     "PROTOCOL_VERSION",
     "AllToolsEnabled",
     "Annotations",
+    "AskError",
+    "AskNotSupportedError",
     "Audio",
     "BaseMessage",
     "BaseTool",
@@ -109,8 +131,13 @@ __all__ = [
     "BrokerURL",
     "BrokerUnavailableError",
     "CallContext",
+    "CallRef",
+    "CallerHandlers",
     "ClientOfflineMessage",
     "ContentBlock",
+    "ElicitHandler",
+    "ElicitRequest",
+    "ElicitResult",
     "EmbeddedBroker",
     "EmbeddedResource",
     "ExportFormat",
@@ -120,7 +147,9 @@ __all__ = [
     "IncomingMessage",
     "InputValidationError",
     "JsonLinesRecorder",
+    "LogHandler",
     "LogLevel",
+    "LogRecord",
     "ManagerOnlineMessage",
     "Messager",
     "Observation",
@@ -132,6 +161,10 @@ __all__ = [
     "RegisterToolMessage",
     "RegistrationError",
     "ResourceLink",
+    "SampleHandler",
+    "SampleRequest",
+    "SampleResult",
+    "SamplingMessage",
     "SqliteRecorder",
     "StatsRequestMessage",
     "StreamInterruptedError",
@@ -141,6 +174,8 @@ __all__ = [
     "TaskStatus",
     "Text",
     "ThreadToolPolicy",
+    "ToolAnswerMessage",
+    "ToolAskMessage",
     "ToolCallError",
     "ToolCallRequest",
     "ToolCancelMessage",
@@ -151,6 +186,7 @@ __all__ = [
     "ToolError",
     "ToolExecutionError",
     "ToolInfo",
+    "ToolLogMessage",
     "ToolManager",
     "ToolNotEnabledError",
     "ToolNotFoundError",

@@ -12,6 +12,8 @@ catches a tool timeout and ``except ConnectionError`` a broker failure::
     ├── ToolDefinitionError ................ (also TypeError) a tool cannot be built
     ├── RegistrationError                    the manager refused a registration
     ├── ToolUnavailableError ............... (also TimeoutError) wait_for_tool ran out of time
+    ├── AskError                             (in a tool) the caller did not answer its question
+    │   └── AskNotSupportedError             the caller cannot answer that kind of question
     └── ToolCallError                        one call did not succeed
         ├── ToolNotFoundError .............. (also LookupError)
         ├── ToolNotEnabledError              the thread's policy does not allow the tool
@@ -162,6 +164,23 @@ class StreamInterruptedError(ToolCallError):
     """
 
     code = "stream_interrupted"
+
+
+class AskError(ToolsError):
+    """Raised in a tool: its caller did not answer a question (``elicit``, ``sample``).
+
+    The caller's handler failed (the message says why), its answer was malformed, or
+    the call ended meanwhile. Left uncaught, it fails the call with that message.
+    """
+
+
+class AskNotSupportedError(AskError):
+    """Raised in a tool at once: its caller cannot answer this kind of question.
+
+    The caller gave no handler for it (``on_elicit``, ``on_sample``), it is an MCP client
+    that declared no such capability, or an older peer (argentic 0.16) that knows no
+    questions. Check ``context.caller_can(...)`` first to offer another way.
+    """
 
 
 class ToolError(Exception):

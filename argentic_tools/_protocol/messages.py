@@ -32,13 +32,14 @@ from .._errors import (
 )
 from .content import ContentBlock, parse_blocks
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 """Version of the extensions this package adds to the Argentic messages.
 
 2 added reply topics (``reply_to``), registrations answered to one manager
 (``MANAGER_ONLINE.inbox``), the tool's connection count on registrations, and
 ``TOOL_PING``/``TOOL_PONG``. 3 added streams paced by their reader: a task's
-``stream_window`` and the caller's ``TOOL_CREDIT``."""
+``stream_window`` and the caller's ``TOOL_CREDIT``. 4 added the caller taking part:
+a task's ``caller_handles``, ``TOOL_ASK``/``TOOL_ANSWER`` and ``TOOL_LOG``."""
 
 STREAM_CREDIT_PROTOCOL = 3
 """The first protocol version whose tools pace a stream by its reader (``stream_window``,
@@ -224,6 +225,10 @@ class TaskMessage(BaseMessage):
     The tool sends chunk ``seq`` only once ``seq < read + stream_window``, ``read`` being
     the latest ``TOOL_CREDIT`` of the caller (0 before any); until then the tool waits.
     Without it the tool sends as fast as the broker takes the chunks."""
+    caller_handles: list[str] | None = None
+    """What the caller takes part in (extension, protocol 4): ``elicit`` (it answers
+    questions), ``sample`` (it lends its model), ``log`` (it reads log records). None or
+    a missing kind: a tool asking gets ``AskNotSupportedError`` at once."""
     reply_to: str | None = None
     """Where the caller reads the result, progress and chunks: its own topic below the
     tool's response topic, ``{response_base}/{tool_id}/{inbox}`` (extension; without

@@ -36,6 +36,7 @@ from .messages import (
     ToolPartialMessage,
     ToolProgressMessage,
 )
+from .participation import ToolAnswerMessage, ToolAskMessage, ToolLogMessage
 
 
 def _discriminate(value: Any) -> str | None:
@@ -71,6 +72,9 @@ AnyMessage = Annotated[
         Annotated[ToolCreditMessage, Tag("TOOL_CREDIT")],
         Annotated[ToolProgressMessage, Tag("TOOL_PROGRESS")],
         Annotated[ToolPartialMessage, Tag("TOOL_PARTIAL")],
+        Annotated[ToolAskMessage, Tag("TOOL_ASK")],
+        Annotated[ToolAnswerMessage, Tag("TOOL_ANSWER")],
+        Annotated[ToolLogMessage, Tag("TOOL_LOG")],
         Annotated[TaskMessage, Tag("TASK")],
         Annotated[TaskResultMessage, Tag("TASK_RESULT")],
         Annotated[TaskErrorMessage, Tag("TASK_ERROR")],

@@ -148,7 +148,8 @@ def _seconds(moment: float | datetime | None) -> float | None:
 
 def _observation(row: tuple[Any, ...]) -> Observation:
     names = [field.name for field in dataclasses.fields(Observation)]
-    values = dict(zip(names, row, strict=True))  # SELECT's columns, in the fields' order
+    # SELECT's columns, in the fields' order; the history does not keep exchanges (yet)
+    values = dict(zip(names[: len(row)], row, strict=True))
     for name in ("arguments", "result", "content"):
         if values[name] is not None:
             values[name] = json.loads(values[name])

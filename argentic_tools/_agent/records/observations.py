@@ -30,6 +30,12 @@ class Observation:
     ``content`` holds the result's content blocks, if it had some, in MCP's JSON shapes
     (read back from a history, a block whose binary data was over the history's cap
     carries ``"__truncated__": true`` and its size in ``bytes`` instead of the data).
+
+    ``exchanges`` holds what the tool and its caller said to each other during the call,
+    in order: each a mapping with ``kind`` (``elicit``, ``sample`` or ``log``) and
+    ``at_ms`` (milliseconds since the call began); a question has ``ask_id``,
+    ``request`` and either ``answer`` or ``error`` (MCP's shapes), a log record has
+    ``record`` (``level``, ``message``, ``data``, ``logger``).
     """
 
     call_id: str | None
@@ -46,6 +52,7 @@ class Observation:
     error: str | None = None
     timestamp: float = 0.0
     content: list[dict[str, Any]] | None = None
+    exchanges: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The observation as a JSON-ready dictionary."""

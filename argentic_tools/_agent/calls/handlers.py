@@ -1,0 +1,94 @@
+"""How a caller takes part in its calls: the handlers for a tool's questions and log records.
+
+``execute_tool``, ``stream_tool``, the batches and the ``ToolManager`` itself (as
+defaults for every call) take three optional handlers:
+
+- ``on_elicit(request, call)``: a tool asks a question (:class:`ElicitRequest`);
+  return an :class:`ElicitResult` (``accept`` with the answer, ``decline`` or
+  ``cancel``), or the same as a mapping in MCP's shape.
+- ``on_sample(request, call)``: a tool asks for a completion of the caller's model
+  (:class:`SampleRequest`); return a :class:`SampleResult` (or its MCP mapping).
+- ``on_log(record, call)``: a tool logged something (:class:`LogRecord`).
+
+Each may be a plain function or a coroutine function; ``call`` says which call it is
+about (:class:`CallRef`). A handler that raises answers the tool with an error (its
+message, not its traceback); the tool gets :class:`~argentic_tools.AskError`. A call
+given no handler for a kind tells the tool so in its task, and a tool that asks anyway
+gets :class:`~argentic_tools.AskNotSupportedError` at once.
+"""
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NamedTuple
+
+from ..._protocol.messages import CallContext
+from ..._protocol.participation import (
+    CallerAbility,
+    ElicitRequest,
+    ElicitResult,
+    LogRecord,
+    SampleRequest,
+    SampleResult,
+)
+
+
+class CallRef(NamedTuple):
+    """Which call a question or log record comes from."""
+
+    tool_name: str
+    """Name of the tool asking."""
+    tool_id: str
+    """Id of the tool instance serving the call."""
+    task_id: str
+    """The call's task id as the caller sees it (its ``task_id_override`` when given)."""
+    call_id: str | None
+    """The caller's id for the call (e.g. the LLM's tool-call id)."""
+    context: CallContext | None
+    """Thread, trace and user ids of the call."""
+
+
+ElicitHandler = Callable[
+    [ElicitRequest, CallRef],
+    ElicitResult | Mapping[str, Any] | Awaitable[ElicitResult | Mapping[str, Any]],
+]
+"""``on_elicit(request, call)``: the caller's answer to a tool's question."""
+
+SampleHandler = Callable[
+    [SampleRequest, CallRef],
+    SampleResult | Mapping[str, Any] | Awaitable[SampleResult | Mapping[str, Any]],
+]
+"""``on_sample(request, call)``: a completion of the caller's model for a tool."""
+
+LogHandler = Callable[[LogRecord, CallRef], Awaitable[None] | None]
+"""``on_log(record, call)``: a log record a tool sent during a call."""
+
+
+class CallerHandlers(NamedTuple):
+    """The handlers of one call (each None when the caller has none)."""
+
+    on_elicit: ElicitHandler | None = None
+    on_sample: SampleHandler | None = None
+    on_log: LogHandler | None = None
+
+    def abilities(self) -> list[CallerAbility]:
+        """What these handlers let the caller take part in, for the task's ``caller_handles``."""
+        abilities: list[CallerAbility] = []
+        if self.on_elicit is not None:
+            abilities.append("elicit")
+        if self.on_sample is not None:
+            abilities.append("sample")
+        if self.on_log is not None:
+            abilities.append("log")
+        return abilities
+
+    def over(self, defaults: "CallerHandlers") -> "CallerHandlers":
+        """These handlers, each falling back to ``defaults``' (the manager's) when None."""
+        return CallerHandlers(
+            self.on_elicit if self.on_elicit is not None else defaults.on_elicit,
+            self.on_sample if self.on_sample is not None else defaults.on_sample,
+            self.on_log if self.on_log is not None else defaults.on_log,
+        )
+
+    @property
+    def any(self) -> bool:
+        """True when there is at least one handler."""
+        return self.on_elicit is not None or self.on_sample is not None or self.on_log is not None
