@@ -12,6 +12,7 @@ from ._agent.calls.handlers import (
     CallRef,
     ElicitHandler,
     LogHandler,
+    RootsHandler,
     SampleHandler,
 )
 from ._agent.calls.progress import BatchProgressCallback, ProgressCallback
@@ -97,6 +98,8 @@ from ._protocol.participation import (
     ElicitRequest,
     ElicitResult,
     LogRecord,
+    Root,
+    RootsResult,
     SampleRequest,
     SampleResult,
     SamplingMessage,
@@ -161,6 +164,9 @@ __all__ = [
     "RegisterToolMessage",
     "RegistrationError",
     "ResourceLink",
+    "Root",
+    "RootsHandler",
+    "RootsResult",
     "SampleHandler",
     "SampleRequest",
     "SampleResult",

@@ -227,7 +227,8 @@ class TaskMessage(BaseMessage):
     Without it the tool sends as fast as the broker takes the chunks."""
     caller_handles: list[str] | None = None
     """What the caller takes part in (extension, protocol 4): ``elicit`` (it answers
-    questions), ``sample`` (it lends its model), ``log`` (it reads log records). None or
+    questions), ``sample`` (it lends its model), ``roots`` (it names the directories tools
+    may work in), ``log`` (it reads log records). None or
     a missing kind: a tool asking gets ``AskNotSupportedError`` at once."""
     reply_to: str | None = None
     """Where the caller reads the result, progress and chunks: its own topic below the

@@ -24,13 +24,14 @@ from pydantic import Field, field_validator
 from .content import ContentBlock, parse_block
 from .messages import BaseMessage, WireModel
 
-CallerAbility = Literal["elicit", "sample", "log"]
-"""What a caller can take part in: answer questions, lend its model, read log records."""
+CallerAbility = Literal["elicit", "sample", "roots", "log"]
+"""What a caller can take part in: answer questions, lend its model, name its roots, read
+log records."""
 
-CALLER_ABILITIES: tuple[CallerAbility, ...] = ("elicit", "sample", "log")
+CALLER_ABILITIES: tuple[CallerAbility, ...] = ("elicit", "sample", "roots", "log")
 """Every :data:`CallerAbility`, in a fixed order."""
 
-AskKind = Literal["elicit", "sample"]
+AskKind = Literal["elicit", "sample", "roots"]
 """The kinds of question a tool asks (a log record needs no answer)."""
 
 McpLogLevel = Literal[
@@ -156,6 +157,22 @@ class SampleResult(WireModel):
         return "".join(getattr(block, "text", "") for block in blocks)
 
 
+class Root(WireModel):
+    """A directory or resource the caller lets tools work in: MCP's ``Root``."""
+
+    uri: str
+    """Where it is, a ``file://`` URI usually."""
+    name: str | None = None
+    """What to call it, for people."""
+
+
+class RootsResult(WireModel):
+    """The caller's answer to a ``roots`` question: MCP's ``ListRootsResult``."""
+
+    roots: list[Root]
+    """The caller's roots."""
+
+
 class LogRecord(WireModel):
     """A log record a tool sends its caller, at one of MCP's levels."""
 
@@ -203,7 +220,8 @@ class ToolAskMessage(BaseMessage):
     ask_id: str
     """The question's id, unique within its task."""
     kind: AskKind
-    """``elicit`` (an :class:`ElicitRequest`) or ``sample`` (a :class:`SampleRequest`)."""
+    """``elicit`` (an :class:`ElicitRequest`), ``sample`` (a :class:`SampleRequest`) or
+    ``roots`` (``{}``: MCP's ``roots/list``)."""
     request: dict[str, Any]
     """The question, in MCP's shape for its kind."""
 
@@ -224,7 +242,8 @@ class ToolAnswerMessage(BaseMessage):
     ask_id: str
     """The question answered."""
     result: dict[str, Any] | None = None
-    """The answer, in MCP's shape for the question's kind."""
+    """The answer, in MCP's shape for the question's kind (``ElicitResult``,
+    ``CreateMessageResult``, ``ListRootsResult``)."""
     error: str | None = None
     """Why there is no answer (the caller's handler failed, or it has none)."""
     unsupported: bool = False

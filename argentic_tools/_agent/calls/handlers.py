@@ -8,6 +8,8 @@ defaults for every call) take three optional handlers:
   ``cancel``), or the same as a mapping in MCP's shape.
 - ``on_sample(request, call)``: a tool asks for a completion of the caller's model
   (:class:`SampleRequest`); return a :class:`SampleResult` (or its MCP mapping).
+- ``on_roots(call)``: a tool asks which directories it may work in; return the
+  caller's :class:`Root` list (or MCP's ``{"roots": [...]}``).
 - ``on_log(record, call)``: a tool logged something (:class:`LogRecord`).
 
 Each may be a plain function or a coroutine function; ``call`` says which call it is
@@ -17,7 +19,7 @@ given no handler for a kind tells the tool so in its task, and a tool that asks 
 gets :class:`~argentic_tools.AskNotSupportedError` at once.
 """
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..._protocol.messages import CallContext
@@ -26,6 +28,8 @@ from ..._protocol.participation import (
     ElicitRequest,
     ElicitResult,
     LogRecord,
+    Root,
+    RootsResult,
     SampleRequest,
     SampleResult,
 )
@@ -58,6 +62,15 @@ SampleHandler = Callable[
 ]
 """``on_sample(request, call)``: a completion of the caller's model for a tool."""
 
+RootsHandler = Callable[
+    [CallRef],
+    Sequence[Root]
+    | RootsResult
+    | Mapping[str, Any]
+    | Awaitable[Sequence[Root] | RootsResult | Mapping[str, Any]],
+]
+"""``on_roots(call)``: the directories the caller lets a tool work in."""
+
 LogHandler = Callable[[LogRecord, CallRef], Awaitable[None] | None]
 """``on_log(record, call)``: a log record a tool sent during a call."""
 
@@ -68,6 +81,7 @@ class CallerHandlers(NamedTuple):
     on_elicit: ElicitHandler | None = None
     on_sample: SampleHandler | None = None
     on_log: LogHandler | None = None
+    on_roots: RootsHandler | None = None
 
     def abilities(self) -> list[CallerAbility]:
         """What these handlers let the caller take part in, for the task's ``caller_handles``."""
@@ -76,6 +90,8 @@ class CallerHandlers(NamedTuple):
             abilities.append("elicit")
         if self.on_sample is not None:
             abilities.append("sample")
+        if self.on_roots is not None:
+            abilities.append("roots")
         if self.on_log is not None:
             abilities.append("log")
         return abilities
@@ -86,9 +102,10 @@ class CallerHandlers(NamedTuple):
             self.on_elicit if self.on_elicit is not None else defaults.on_elicit,
             self.on_sample if self.on_sample is not None else defaults.on_sample,
             self.on_log if self.on_log is not None else defaults.on_log,
+            self.on_roots if self.on_roots is not None else defaults.on_roots,
         )
 
     @property
     def any(self) -> bool:
         """True when there is at least one handler."""
-        return self.on_elicit is not None or self.on_sample is not None or self.on_log is not None
+        return any(handler is not None for handler in self)
