@@ -384,6 +384,8 @@ class McpGateway:
         else:
             call = PendingCall(declared(ctx.session.client_capabilities), responses)
             handlers = call.handlers(ctx)
+            if not handlers.any:  # nothing to ask, nothing to log: one request serves it
+                return await self._execute(ctx, params, name, context, None)
             arguments = dict(params.arguments or {})
 
             async def work() -> ToolResult:
