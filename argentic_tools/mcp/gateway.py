@@ -17,6 +17,8 @@ SDK's low-level server, which suits tools that come and go:
   ``notifications/message`` on the call's stream, filtered by ``logging/setLevel``
   (:mod:`argentic_tools.mcp.asking`); in 2026-07-28 as ``input_required`` results the
   client answers by calling again (:mod:`argentic_tools.mcp.input_required`);
+- 2026-07-28 clients that declare the tasks extension get a task for a long call
+  (``tasks/get``, ``tasks/update``, ``tasks/cancel``: :mod:`argentic_tools.mcp.tasks`);
 - a thread, chosen by the ``X-Argentic-Thread`` header or the
   ``argentic/thread`` ``_meta`` key, filters both through the manager's policy.
 
@@ -56,9 +58,11 @@ from .._protocol.content import ContentBlock
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from . import _internals, http_stack
 from .asking import HandshakeAsker, LogLevels, declared
-from .input_required import INPUT_WAIT_SECONDS, InputRounds, PendingCall, missing_capability
+from .input_required import INPUT_WAIT_SECONDS, InputRounds, missing_capability
 from .listing_memo import ListingMemo
 from .names import McpNames
+from .task_store import TaskStore
+from .tasks import McpTasks, TaskableCall
 
 logger = logging.getLogger("argentic_tools.mcp")
 
@@ -140,6 +144,7 @@ class McpGateway:
         timeout: float | None = None,
         name: str = "argentic-tools",
         input_wait: float = INPUT_WAIT_SECONDS,
+        tasks: TaskStore | None = None,
     ) -> None:
         self.manager = manager
         self.timeout = timeout
@@ -162,7 +167,6 @@ class McpGateway:
             version=__version__,
             instructions="Tools served over MQTT by argentic-tools; the list follows the fleet.",
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
             on_subscriptions_listen=ListenHandler(self._bus),
             get_tool_input_schema=self._input_schema,
         )
@@ -172,6 +176,10 @@ class McpGateway:
         self.server.add_request_handler(
             "logging/setLevel", types.SetLevelRequestParams, self._set_level
         )
+        # MCP Tasks: tools/call may answer with a task (see tasks); tasks/* requests.
+        self.server.add_request_handler("tools/call", types.CallToolRequestParams, self._call_tool)
+        self.tasks = McpTasks(manager, self.mcp_result, self._tags_of, tasks)
+        self.tasks.install(self.server)
         self._memo = ListingMemo(self._listing_key)
         self.server.middleware.append(self._memo)
         # Seals and verifies the requestState of input_required results (see input_required).
@@ -254,6 +262,10 @@ class McpGateway:
             tools=self._view(_thread_of(ctx)), ttl_ms=LIST_TTL_MS, cache_scope=LIST_CACHE_SCOPE
         )
 
+    def _tags_of(self, name: str) -> tuple[str, ...]:
+        kept = self._built.get(name)
+        return () if kept is None else kept.info.tags
+
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self._listed.get(name)
         return None if tool is None else tool.input_schema
@@ -297,17 +309,19 @@ class McpGateway:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         name = self._names.registry_name(params.name)
         context = CallContext(thread_id=_thread_of(ctx), trace_id=trace_id_of(dict(ctx.meta or {})))
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if modern:
+            self.tasks.check(ctx, name)
         self._active()
         self.in_flight += 1
         self._idle = anyio.Event()
         try:
             if modern and self._rounds.running:
                 outcome = await self._round(ctx, params, name, context)
-                if isinstance(outcome, types.InputRequiredResult):
+                if not isinstance(outcome, ToolResult):  # questions, or a task
                     return outcome
                 result = outcome
             else:
@@ -363,10 +377,11 @@ class McpGateway:
         params: types.CallToolRequestParams,
         name: str,
         context: CallContext,
-    ) -> ToolResult | types.InputRequiredResult:
+    ) -> ToolResult | types.InputRequiredResult | dict[str, Any]:
         """One request of a 2026-07-28 call that may need its client's input.
 
-        See :mod:`argentic_tools.mcp.input_required`.
+        See :mod:`argentic_tools.mcp.input_required`; a call may become a task
+        (:mod:`argentic_tools.mcp.tasks`).
         """
         responses = (ctx.params or {}).get("inputResponses") or {}
         if not isinstance(responses, Mapping):
@@ -382,17 +397,21 @@ class McpGateway:
             call = found
             call.answer(responses)
         else:
-            call = PendingCall(declared(ctx.session.client_capabilities), responses)
+            call = self.tasks.call_for(ctx, declared(ctx.session.client_capabilities), responses)
             handlers = call.handlers(ctx)
-            if not handlers.any:  # nothing to ask, nothing to log: one request serves it
+            taskable = isinstance(call, TaskableCall)
+            if not handlers.any and not taskable:  # nothing to ask or log: one request
                 return await self._execute(ctx, params, name, context, None)
             arguments = dict(params.arguments or {})
+            label = call.label if isinstance(call, TaskableCall) else None
+            timeout = self.tasks.timeout_for(name, self.timeout) if taskable else self.timeout
 
             async def work() -> ToolResult:
                 return await self.manager.execute_tool(
                     name,
                     arguments,
-                    timeout=self.timeout,
+                    task_id_override=label,
+                    timeout=timeout,
                     call_id=str(ctx.request_id),
                     context=context,
                     on_progress=call.progress,
@@ -404,6 +423,8 @@ class McpGateway:
 
             self._rounds.start(call, work)
         try:
+            if isinstance(call, TaskableCall):
+                return await self.tasks.round(ctx, call, params.name, name)
             return await call.next_round(ctx)
         except anyio.get_cancelled_exc_class():
             call.scope.cancel()  # the client gave up the call
@@ -452,11 +473,13 @@ class McpGateway:
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
             await group.start(self._rounds.run)
+            await group.start(self.tasks.run)
             if stop is not None:
                 group.start_soon(self._stop_when_settled, stop, group.cancel_scope)
             stdin = await _cancellable_stdin()
             async with stdio_server(stdin=stdin) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
+            self.tasks.closing = True
             group.cancel_scope.cancel()
 
     async def _stop_when_settled(
@@ -465,6 +488,7 @@ class McpGateway:
         await stop()
         with anyio.move_on_after(DRAIN_SECONDS):
             await self.settled()
+        self.tasks.closing = True
         scope.cancel()
 
     async def settled(self) -> None:
@@ -511,6 +535,7 @@ class McpGateway:
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
             await group.start(self._rounds.run)
+            await group.start(self.tasks.run)
             async with anyio.create_task_group() as http:
                 http.start_soon(server.serve)
                 with anyio.fail_after(STARTUP_SECONDS):
@@ -524,6 +549,7 @@ class McpGateway:
                 with anyio.move_on_after(DRAIN_SECONDS):
                     await self.settled()
                 server.should_exit = True
+            self.tasks.closing = True
             group.cancel_scope.cancel()
 
 
