@@ -35,7 +35,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -479,7 +479,7 @@ class McpGateway:
             stdin = await _cancellable_stdin()
             async with stdio_server(stdin=stdin) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
-            self.tasks.closing = True
+            await self.tasks.stop()
             group.cancel_scope.cancel()
 
     async def _stop_when_settled(
@@ -488,7 +488,7 @@ class McpGateway:
         await stop()
         with anyio.move_on_after(DRAIN_SECONDS):
             await self.settled()
-        self.tasks.closing = True
+        await self.tasks.stop()
         scope.cancel()
 
     async def settled(self) -> None:
@@ -531,7 +531,7 @@ class McpGateway:
             log_config=None,
             **http_stack.uvicorn_options(),
         )
-        server = uvicorn.Server(config)
+        server = _uvicorn_server(config)
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
             await group.start(self._rounds.run)
@@ -549,8 +549,26 @@ class McpGateway:
                 with anyio.move_on_after(DRAIN_SECONDS):
                     await self.settled()
                 server.should_exit = True
-            self.tasks.closing = True
+            await self.tasks.stop()
             group.cancel_scope.cancel()
+
+
+def _uvicorn_server(config: Any) -> Any:
+    """A uvicorn server that leaves SIGINT and SIGTERM to whoever runs the gateway.
+
+    uvicorn's own handlers would stop it at once and raise the signal again once it
+    stopped: the command line, which also hears the first one, took that second signal
+    for an impatient user and cancelled everything, cutting short the graceful stop
+    (``stop``) that lets calls finish and leaves MCP tasks to a restarted gateway.
+    """
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return _Server(config)
 
 
 REFUSE_SECONDS = 30.0

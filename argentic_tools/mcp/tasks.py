@@ -363,8 +363,8 @@ class McpTasks:
         if record is None:
             return
         self._live.pop(record.task_id, None)
-        if result is None and self.closing and not call.cancel_requested:
-            return  # the gateway stops: a restarted one finds the call in the journal
+        if not call.cancel_requested and (self.closing or result is None):
+            return  # cut short by the gateway stopping: a restarted one finds it in the journal
         self._settle(record, result, cancelled=call.cancel_requested)
 
     def _settle(self, record: TaskRecord, result: ToolResult | None, *, cancelled: bool) -> None:
@@ -476,6 +476,17 @@ class McpTasks:
             call.cancel_requested = True
             call.scope.cancel()
         self.store.delete(record.task_id)
+
+    async def stop(self) -> None:
+        """The gateway stops: leave the calls of unfinished tasks running, when it can.
+
+        With a call journal, the manager is closed before the gateway's calls are cut
+        short: its calls then go on at their tools, and the gateway restarted on the
+        journal waits for them again. Without one they are cancelled at their tools.
+        """
+        self.closing = True
+        if self._live and getattr(self.manager, "journal", None) is not None:
+            await self.manager.aclose()
 
     # -- the tasks a restarted gateway finds -------------------------------------------
 
