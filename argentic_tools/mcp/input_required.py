@@ -26,7 +26,10 @@ first looked up among those responses (answers given in advance).
 
 Questions go only to a client that declared the capability in the request's
 ``_meta`` (``elicitation``, ``sampling``, ``roots``); otherwise the tool gets
-:class:`~argentic_tools.AskNotSupportedError` at once. Log records ride the stream of
+:class:`~argentic_tools.AskNotSupportedError` at once, and when it lets that error end
+the call (error code ``ask_not_supported``), the request fails with the spec's -32021
+(``MissingRequiredClientCapability``, the capability in ``requiredCapabilities``); a
+tool that checks ``context.caller_can(...)`` first goes on. Log records ride the stream of
 the call's current request, at or above the ``io.modelcontextprotocol/logLevel`` of
 that request (none without it); records logged between two requests are sent with the
 next one (the last :data:`LOG_BACKLOG`).
