@@ -133,6 +133,18 @@ async def check_participation(client: Client, caller: Caller) -> None:
         assert text_of(await client.call_tool("ask_name", {})) == "no name (decline)"
         caller.will("cancel")
         assert text_of(await client.call_tool("ask_name", {})) == "no name (cancel)"
+        # Progress before and after a question (2026-07-28: on each round's request).
+        seen: list[float] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append(progress)
+
+        caller.will("accept", name="Al")
+        reported = await client.call_tool(
+            "progress_and_question", {}, progress_callback=on_progress
+        )
+        assert text_of(reported) == "thanks Al"
+        assert seen[0] == 1 and seen[-1] == 2
         # Several questions, one after the other (2026-07-28: several rounds).
         caller.will("accept", name="Bo")
         caller.will("accept", colour="green")

@@ -50,6 +50,15 @@ async def ask_name(context: ToolContext, label: str = "", directory: str = "") -
 
 
 @tool
+async def progress_and_question(context: ToolContext) -> str:
+    """Report progress, ask the user's name, report progress again."""
+    await context.report_progress(1, 2, "asking")
+    name = await context.elicit("What is your name?", NAME_SCHEMA)
+    await context.report_progress(2, 2, "answered")
+    return f"thanks {name.data.get('name')}"
+
+
+@tool
 async def two_questions(context: ToolContext) -> str:
     """Ask the user's name, then their favourite colour."""
     name = await context.elicit("What is your name?", NAME_SCHEMA)
@@ -114,6 +123,7 @@ def confirm_delete(context: ToolContext, what: str) -> str:
 
 TOOLS = [
     ask_name,
+    progress_and_question,
     two_questions,
     name_and_summary,
     summarise,
