@@ -359,6 +359,33 @@ async def test_a_call_whose_client_does_not_come_back_is_cancelled_at_the_tool(
             assert over.value.error.code == types.INVALID_PARAMS
 
 
+async def test_a_client_that_cancels_its_call_cancels_it_at_the_tool(
+    mosquitto: Mosquitto,
+    part_prefix: str,
+    participating_tools: ToolProcess,
+    tmp_path: pathlib.Path,
+) -> None:
+    caller = Caller()  # it declares every capability: the call may ask, so it runs in rounds
+    async with modern_client(mosquitto, part_prefix, caller) as client:
+        started = anyio.Event()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            started.set()
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    arguments = {"label": "gone", "directory": str(tmp_path)}
+                    await client.call_tool("slow", arguments, progress_callback=on_progress)
+
+                group.start_soon(call)
+                await started.wait()
+                group.cancel_scope.cancel()
+            while not (tmp_path / "gone.stopped").exists():
+                await anyio.sleep(0.05)
+
+
 async def test_an_answer_given_in_advance_is_used_without_a_round(
     mosquitto: Mosquitto, part_prefix: str, participating_tools: ToolProcess
 ) -> None:
