@@ -198,10 +198,9 @@ def context_of(call: JournaledCall) -> CallContext | None:
     return None if call.context is None else CallContext.model_validate(call.context)
 
 
-def dumped(result: ToolResult) -> dict[str, Any]:
-    """A result as the journal keeps it (JSON)."""
-    fields: dict[str, Any] = result.model_dump(mode="json", exclude_none=True)
-    return fields
+def dumped(result: ToolResult) -> str:
+    """A result as the journal keeps it: its JSON text."""
+    return result.__pydantic_serializer__.to_json(result, exclude_none=True).decode()
 
 
 def journaled(call: Pending) -> JournaledCall:

@@ -88,8 +88,8 @@ class CallJournal(Protocol):
     def progressed(self, task_id: str, progress: dict[str, Any]) -> None:
         """Note the latest progress report of a running call (may be queued)."""
 
-    def ended(self, task_id: str, status: str, result: dict[str, Any]) -> None:
-        """Note a call's outcome (may be queued)."""
+    def ended(self, task_id: str, status: str, result: dict[str, Any] | str) -> None:
+        """Note a call's outcome: its result's fields, or the same as JSON text (may be queued)."""
 
     async def resumed(self, task_ids: Sequence[str]) -> None:
         """Count one more restart survived by each of these calls."""
