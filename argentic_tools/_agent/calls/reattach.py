@@ -203,8 +203,8 @@ def dumped(result: ToolResult) -> str:
     return result.__pydantic_serializer__.to_json(result, exclude_none=True).decode()
 
 
-def journaled(call: Pending) -> JournaledCall:
-    """What the journal keeps of ``call`` before its task goes out."""
+def journaled(call: Pending, caller: str) -> JournaledCall:
+    """What the journal keeps of ``call`` (made by ``caller``) before its task goes out."""
     spec = call.spec
     return JournaledCall(
         task_id=call.task_id,
@@ -217,4 +217,5 @@ def journaled(call: Pending) -> JournaledCall:
         context=None if spec.context is None else spec.context.model_dump(exclude_none=True),
         started_at=call.timestamp,
         timeout=call.timeout,
+        caller=caller,
     )

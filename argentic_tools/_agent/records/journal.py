@@ -55,6 +55,8 @@ class JournaledCall:
     """The latest progress report (``progress``, ``total``, ``message``)."""
     restarts: int = 0
     """How many times a restarted manager picked the call up again."""
+    caller: str | None = None
+    """Client id of the manager that made the call (tools know their caller by it)."""
 
     @property
     def deadline(self) -> float | None:

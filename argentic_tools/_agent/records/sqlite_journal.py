@@ -49,7 +49,8 @@ CREATE TABLE IF NOT EXISTS journal (
     result TEXT,
     ended_at REAL,
     progress TEXT,
-    restarts INTEGER NOT NULL DEFAULT 0
+    restarts INTEGER NOT NULL DEFAULT 0,
+    caller TEXT
 );
 CREATE INDEX IF NOT EXISTS journal_label ON journal (label) WHERE label IS NOT NULL;
 CREATE INDEX IF NOT EXISTS journal_status ON journal (status, started_at);
@@ -58,12 +59,12 @@ CREATE INDEX IF NOT EXISTS journal_status ON journal (status, started_at);
 INSERT = (
     "INSERT OR REPLACE INTO journal (task_id, label, call_id, tool_name, tool_id, "
     "tool_source, arguments, context, started_at, timeout, status, result, ended_at, "
-    "progress, restarts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "progress, restarts, caller) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 SELECT = (
     "SELECT task_id, label, call_id, tool_name, tool_id, tool_source, arguments, context, "
-    "started_at, timeout, status, result, ended_at, progress, restarts FROM journal"
+    "started_at, timeout, status, result, ended_at, progress, restarts, caller FROM journal"
 )
 
 PROGRESSED = "UPDATE journal SET progress = ? WHERE task_id = ? AND status = ?"
@@ -205,6 +206,7 @@ class SqliteJournal:
             call.ended_at,
             _json(call.progress),
             call.restarts,
+            call.caller,
         )
         self._put(INSERT, row)
         await self._flush()
@@ -344,6 +346,11 @@ class SqliteJournal:
         found = await self._read(FIND, (key, key))
         return found[0] if found else None
 
+    def lookup(self, key: str) -> JournaledCall | None:
+        """:meth:`find`, read now in this thread (the command line reads a journal so)."""
+        found = self._select(FIND, (key, key))
+        return found[0] if found else None
+
     async def calls(self, status: str | None = None, limit: int = 100) -> list[JournaledCall]:
         """The newest calls first, all or those with ``status``."""
         if self._writer is not None:
@@ -385,6 +392,7 @@ def _call(row: tuple[Any, ...]) -> JournaledCall:
         ended_at,
         progress,
         restarts,
+        caller,
     ) = row
     return JournaledCall(
         task_id=task_id,
@@ -402,6 +410,7 @@ def _call(row: tuple[Any, ...]) -> JournaledCall:
         ended_at=ended_at,
         progress=_parsed(progress),
         restarts=restarts,
+        caller=caller,
     )
 
 
