@@ -283,6 +283,17 @@ class McpGateway:
             if self._refresh():
                 await self.notify_tools_changed()
 
+    async def run_input_rounds(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Own the 2026-07-28 calls waiting for their clients' input, until cancelled.
+
+        :meth:`serve_stdio` and :meth:`serve_http` run it; a gateway served another way
+        (the SDK's in-process client on :attr:`server`) runs it beside, or its
+        2026-07-28 clients' tools cannot ask them anything.
+        """
+        await self._rounds.run(task_status=task_status)
+
     async def notify_tools_changed(self) -> None:
         """Send ``notifications/tools/list_changed`` to every client that can receive it."""
         await self._bus.publish(ToolsListChanged())
@@ -472,7 +483,7 @@ class McpGateway:
 
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
-            await group.start(self._rounds.run)
+            await group.start(self.run_input_rounds)
             await group.start(self.tasks.run)
             if stop is not None:
                 group.start_soon(self._stop_when_settled, stop, group.cancel_scope)
@@ -534,7 +545,7 @@ class McpGateway:
         server = _uvicorn_server(config)
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
-            await group.start(self._rounds.run)
+            await group.start(self.run_input_rounds)
             await group.start(self.tasks.run)
             async with anyio.create_task_group() as http:
                 http.start_soon(server.serve)
