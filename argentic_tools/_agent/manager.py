@@ -293,6 +293,7 @@ class ToolManager(AsyncResource):
             None if self._fleet is None else self._fleet.answered,
             self._drops,
             self.logger,
+            None if self.journal is None else self._runner.noted,
         )
 
     # -- lifecycle ------------------------------------------------------------

@@ -23,8 +23,10 @@ from ..._protocol.messages import (
     STREAM_CREDIT_PROTOCOL,
     TaskErrorMessage,
     TaskStatus,
+    ToolProgressMessage,
     ToolResult,
 )
+from ..._protocol.participation import ToolAskMessage
 from ..._telemetry import (
     CallerMetrics,
     Span,
@@ -223,6 +225,21 @@ class CallRunner:
             self._source,
             lambda call, left: self.resume(call, left, handlers()),
         )
+
+    def noted(self, message: ToolProgressMessage | ToolAskMessage) -> None:
+        """Keep a journaled call's latest progress report, or the question it waits on."""
+        call = self._calls.pending.get(message.task_id)
+        if self._journal is None or call is None or not call.journaled:
+            return
+        if isinstance(message, ToolProgressMessage):
+            state = {
+                "progress": message.progress,
+                "total": message.total,
+                "message": message.message,
+            }
+        else:
+            state = {"asking": message.kind, "ask_id": message.ask_id}
+        self._journal.progressed(call.task_id, state)
 
     def _journal_ended(self, call: Pending, result: ToolResult) -> None:
         """Note the call's outcome in the journal; a call its closing manager left stays open.
