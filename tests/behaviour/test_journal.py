@@ -56,7 +56,9 @@ async def resumed_results(process: Process) -> list[dict[str, Any]]:
     seen = (await read_until(process.stdout, b"done\n", timeout=90)).decode()
     with anyio.fail_after(30):
         await process.wait()
-    return [json.loads(line) for line in seen.splitlines() if line.startswith("{")]
+    results = [json.loads(line) for line in seen.splitlines() if line.startswith("{")]
+    assert f"{len(results)} observed as reattached" in seen  # what the dashboard marks
+    return results
 
 
 def runs_of(directory: pathlib.Path) -> dict[str, int]:

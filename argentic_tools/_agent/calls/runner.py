@@ -299,7 +299,7 @@ class CallRunner:
                 call.participation.close()
             self._calls.forget(call.task_id)
         result = checked(self._source, call, result)
-        return self._ended(spec, span, started, result, _exchanges(call))
+        return self._ended(spec, span, started, result, _exchanges(call), reattached=True)
 
     def _participation(self, call: Pending, handlers: CallerHandlers) -> Participation:
         """The caller's handlers at work for ``call``: they answer on its tool's call topic."""
@@ -400,6 +400,7 @@ class CallRunner:
         started: float,
         result: ToolResult,
         exchanges: list[dict[str, Any]] | None = None,
+        reattached: bool = False,
     ) -> ToolResult:
         """Time, observe and count the call's one result, and end its span."""
         result.duration_ms = (time.perf_counter() - started) * 1000
@@ -407,6 +408,8 @@ class CallRunner:
             result.call_id = spec.call_id
         if self._pump is not None:
             observation = observation_of(result, spec.context, exchanges)
+            if reattached:
+                observation = dataclasses.replace(observation, reattached=True)
             if observation.trace_id is None and spec.traceparent is not None:
                 # The trace the call's span belongs to, when the caller named none.
                 observation = dataclasses.replace(
