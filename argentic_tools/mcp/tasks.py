@@ -57,6 +57,7 @@ it. A gateway restarted on the same journal (``mcp serve --journal PATH``) answe
 
 import logging
 import secrets
+import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -228,8 +229,8 @@ class TaskableCall(PendingCall):
     def answer_task(self, responses: Mapping[str, Any]) -> None:
         """``tasks/update``'s ``inputResponses``: each answers the open question of its key."""
         for key, value in responses.items():
-            question = self.questions.pop(key, None)
-            if question is not None and isinstance(value, Mapping):
+            if key in self.questions and isinstance(value, Mapping):  # else it stays open
+                question = self.questions.pop(key)
                 question.answer = dict(value)
                 question.answered.set()
 
@@ -365,7 +366,10 @@ class McpTasks:
         self._live.pop(record.task_id, None)
         if not call.cancel_requested and (self.closing or result is None):
             return  # cut short by the gateway stopping: a restarted one finds it in the journal
-        self._settle(record, result, cancelled=call.cancel_requested)
+        try:
+            self._settle(record, result, cancelled=call.cancel_requested)
+        except sqlite3.Error:  # the call is over either way; its client sees it working
+            logger.exception("MCP task %s: its outcome could not be stored", record.label)
 
     def _settle(self, record: TaskRecord, result: ToolResult | None, *, cancelled: bool) -> None:
         """Write how the task's call ended."""
@@ -382,11 +386,23 @@ class McpTasks:
                 record.status, record.outcome = "failed", {"error": error}
                 record.status_message = str(error["message"])
             else:
-                rendered = self._render(record.tool, result)
+                try:
+                    rendered = self._render(record.tool, result)
+                except Exception as exc:  # as an ordinary call's handler would fail: -32603
+                    logger.exception("MCP task %s: its result cannot be sent", record.label)
+                    self._fail(record, f"The tool's result cannot be sent over MCP: {exc}")
+                    return
                 dumped = rendered.model_dump(mode="json", by_alias=True, exclude_none=True)
                 record.status, record.outcome = "completed", {"result": dumped}
                 record.status_message = None
         record.updated_at = time.time()
+        self.store.save(record)
+
+    def _fail(self, record: TaskRecord, message: str) -> None:
+        """End the task ``failed`` with an internal error (-32603) saying ``message``."""
+        record.status = "failed"
+        record.outcome = {"error": {"code": types.INTERNAL_ERROR, "message": message}}
+        record.status_message, record.updated_at = message, time.time()
         self.store.save(record)
 
     # -- tasks/get, tasks/update, tasks/cancel -----------------------------------------
@@ -485,7 +501,7 @@ class McpTasks:
         journal waits for them again. Without one they are cancelled at their tools.
         """
         self.closing = True
-        if self._live and getattr(self.manager, "journal", None) is not None:
+        if self._live and self.manager.journal is not None:
             await self.manager.aclose()
 
     # -- the tasks a restarted gateway finds -------------------------------------------
@@ -511,28 +527,20 @@ class McpTasks:
 
     async def _reattach(self, record: TaskRecord) -> None:
         """The outcome of a task whose call began before this gateway started."""
-        journal = getattr(self.manager, "journal", None)
-        result_of = getattr(self.manager, "result", None)
-        if journal is None or result_of is None:
-            error = {
-                "code": types.INTERNAL_ERROR,
-                "message": "The gateway restarted, and without a call journal (mcp serve "
-                "--journal) it cannot tell how this task's call ended",
-            }
-            record.status, record.outcome = "failed", {"error": error}
-            record.status_message, record.updated_at = str(error["message"]), time.time()
-            self.store.save(record)
+        journal = self.manager.journal
+        if journal is None:
+            self._fail(
+                record,
+                "The gateway restarted, and without a call journal (mcp serve --journal) "
+                "it cannot tell how this task's call ended",
+            )
             return
         try:
-            result: ToolResult = await result_of(record.label)
-        except (KeyError, LookupError) as exc:
-            error = {
-                "code": types.INTERNAL_ERROR,
-                "message": f"The gateway restarted and its journal does not know this call: {exc}",
-            }
-            record.status, record.outcome = "failed", {"error": error}
-            record.status_message, record.updated_at = str(error["message"]), time.time()
-            self.store.save(record)
+            result = await self.manager.result(record.label)
+        except KeyError as exc:
+            self._fail(
+                record, f"The gateway restarted and its journal does not know the call: {exc}"
+            )
             return
         if not self.closing:
             self._settle(record, result, cancelled=False)
