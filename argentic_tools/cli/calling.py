@@ -1,9 +1,11 @@
 """``argentic-tools call``: one call, with its progress, its streamed chunks and Ctrl-C.
 
 On a terminal, progress is a bar on stderr; with ``--json`` every event is one
-JSON line on stdout (``{"progress": ...}``, ``{"chunk": ...}``, then
+JSON line on stdout (``{"progress": ...}``, ``{"chunk": ...}``, ``{"log": ...}``, then
 ``{"result": ...}``), for scripts. Chunks of a streaming tool are printed as
-they come. Ctrl-C cancels the call at the tool before the command exits.
+they come. Ctrl-C cancels the call at the tool before the command exits. The tool's
+questions are put to the person at the terminal and its log records printed
+(:mod:`.terminal_caller`).
 """
 
 import argparse
@@ -13,6 +15,7 @@ import re
 import shlex
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -39,6 +42,7 @@ from .common import (
 )
 from .content import block_text, content_text, save_content
 from .mcp_target import McpServer, client_module, connected_client, mcp_server_from
+from .terminal_caller import TerminalCaller
 
 DEFAULT_CALL_SECONDS = 30.0
 """How long ``call --mcp`` waits for a result without ``--timeout`` (as calls on the bus)."""
@@ -196,6 +200,15 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
         with CallView(
             args.name, json_lines=args.json, debug=args.debug, save_to=args.save_content
         ) as view:
+            caller = TerminalCaller(
+                stderr,
+                ask=can_ask(args),
+                log_level=args.tool_log,
+                json_lines=args.json,
+                roots=[Path(root) for root in args.root],
+                pause=view.paused,
+                interrupting=stop.interrupting,
+            )
             stream = manager.stream_tool(
                 args.name,
                 arguments,
@@ -203,12 +216,26 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
                 on_progress=view.progress,
                 idle_timeout=args.idle_timeout,
                 max_duration=args.max_duration,
+                **caller.handlers(),
             )
             async with stream:
                 async for chunk in stream:
                     view.chunk(chunk)
     assert stream.result is not None
     return view.finish(stream.result)
+
+
+def can_ask(args: argparse.Namespace) -> bool:
+    """Whether ``call`` may put a tool's questions to a person: stdin is a terminal, not ARGS.
+
+    ``--no-ask`` never asks; ``-`` as ARGS has read stdin already.
+    """
+    if args.no_ask or args.arguments == ["-"] or sys.stdin is None:
+        return False
+    try:
+        return sys.stdin.isatty()
+    except ValueError:  # stdin closed
+        return False
 
 
 async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
@@ -373,6 +400,18 @@ class CallView:
     ) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Put the progress bar away while the block runs (a question is being asked)."""
+        if self._bar is None:
+            yield
+            return
+        self._bar.stop()
+        try:
+            yield
+        finally:
+            self._bar.start()
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Show one progress report."""
