@@ -326,8 +326,17 @@ def build_parser() -> argparse.ArgumentParser:
             "argentic-tools history --history calls.db",
             "argentic-tools history --history calls.db --tool calculate --since 1h",
             "argentic-tools history --history calls.db --outcome error --json --limit 0",
+            "argentic-tools history --history calls.db TASK_ID  # one call, its questions and logs",
         ),
         client=False,
+    )
+    history.add_argument(
+        "call",
+        nargs="?",
+        default=None,
+        metavar="ID",
+        help="show this call in full (its task id or call id): arguments, result or error, "
+        "content, and its exchange with its caller (questions, answers, log records)",
     )
     history.add_argument(
         "--history",

@@ -96,3 +96,83 @@ async def test_history_shows_content_blocks_as_call_prints_them_and_large_data_a
         {"type": "image", "mimeType": "image/png", "__truncated__": True, "bytes": 100_000}
     ]
     assert calls["mixed"]["content"][1]["data"] == base64.b64encode(TINY_PNG).decode()
+
+
+EXCHANGES = [
+    {
+        "kind": "elicit",
+        "at_ms": 12.5,
+        "ask_id": "a1",
+        "request": {
+            "message": "Pay 30 EUR to ACME?",
+            "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
+        },
+        "answer": {"action": "accept", "content": {"confirm": True}},
+    },
+    {
+        "kind": "sample",
+        "at_ms": 20.0,
+        "ask_id": "a2",
+        "request": {
+            "messages": [
+                {"role": "user", "content": {"type": "text", "text": "Summarise the invoice"}},
+                {"role": "user", "content": Image(TINY_PNG).wire()},
+            ],
+            "maxTokens": 20,
+        },
+        "answer": {
+            "role": "assistant",
+            "content": {"type": "text", "text": "An invoice."},
+            "model": "m1",
+        },
+    },
+    {
+        "kind": "elicit",
+        "at_ms": 30.0,
+        "ask_id": "a3",
+        "request": {"message": "Again?"},
+        "error": "no person",
+    },
+    {
+        "kind": "log",
+        "at_ms": 40.0,
+        "record": {
+            "level": "warning",
+            "message": "paid late",
+            "data": {"days": 2},
+            "logger": "bank",
+        },
+    },
+]
+
+
+async def test_history_shows_one_calls_exchange_with_its_caller_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "calls.db"
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, tool_name="pay", exchanges=EXCHANGES))
+        recorder.record(observation(2))
+
+    table = await run_installed_cli("history", "--history", str(path))
+    one = await run_installed_cli("history", "--history", str(path), "call-1")
+    missing = await run_installed_cli("history", "--history", str(path), "task-9")
+
+    assert table.returncode == 0, table.stderr
+    assert "3 questions, 1 log record" in table.stdout.decode()
+    assert one.returncode == 0, one.stderr
+    lines = [line.rstrip() for line in one.stdout.decode().splitlines()]
+    start = lines.index("Exchange (3 questions, 1 log record)")
+    assert lines[start + 1 :] == [
+        "     0.013 s  asked Pay 30 EUR to ACME?",
+        "                  fields: confirm",
+        '              answered {"confirm": true}',
+        "     0.020 s  asked for a completion:",
+        "                  user: Summarise the invoice",
+        f"                  user: [image/png, {len(TINY_PNG)} B]",
+        "              reply from m1: An invoice.",
+        "     0.030 s  asked Again?",
+        "              no answer: no person",
+        '     0.040 s  warning  pay (bank): paid late {"days": 2}',
+    ]
+    assert "Call to pay: success" in lines[0]
+    assert missing.returncode == 2
+    assert "no call 'task-9'" in one_error_line(missing)
