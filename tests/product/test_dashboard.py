@@ -51,6 +51,7 @@ from tests.support.cli import (
 )
 from tests.support.clients import manager_for, messager_for
 from tests.support.media_tools import HTML
+from tests.support.observations import observation
 from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
 
 pytestmark = pytest.mark.anyio
@@ -849,3 +850,107 @@ async def test_a_calls_details_show_images_play_audio_and_keep_html_as_text(
         ],
         "pwned": None,
     }
+
+
+# -- a call's exchange with its caller ---------------------------------------------------
+
+EXCHANGE_ITEMS = """(() => {
+    const box = document.getElementById('detail-exchange-box');
+    const items = [...document.querySelectorAll('#detail-exchange li')];
+    return !box.hidden && items.length > 0 && items.map((item) => [
+        item.dataset.kind,
+        ...[...item.querySelectorAll('.x-question, .x-answer')].map((part) => part.textContent),
+        ...(item.dataset.kind === 'log' ? [item.querySelector('.x-body').textContent] : []),
+    ]);
+})()"""
+"""The details' exchange, one list per item: its kind, then its question and answer (or its
+log line)."""
+
+
+async def test_an_older_calls_details_show_its_questions_answers_and_log_lines(
+    browser: Browser, mosquitto: Mosquitto, topics: Topics, tmp_path: Path
+) -> None:
+    path = tmp_path / "calls.db"
+    exchanges: list[dict[str, Any]] = [
+        {
+            "kind": "elicit",
+            "at_ms": 10.0,
+            "ask_id": "a1",
+            "request": {
+                "message": "Pay 30 EUR to <b>ACME</b>?",
+                "requestedSchema": {"type": "object", "properties": {"confirm": {}}},
+            },
+            "answer": {"action": "accept", "content": {"confirm": True}},
+        },
+        {
+            "kind": "sample",
+            "at_ms": 20.0,
+            "ask_id": "a2",
+            "request": {
+                "messages": [
+                    {"role": "user", "content": {"type": "text", "text": "Summarise"}},
+                    {
+                        "role": "user",
+                        "content": {
+                            "type": "image",
+                            "mimeType": "image/png",
+                            "__truncated__": True,
+                            "bytes": 3000,
+                        },
+                    },
+                ],
+                "maxTokens": 5,
+            },
+            "answer": {
+                "role": "assistant",
+                "content": {"type": "text", "text": "Short."},
+                "model": "m1",
+            },
+        },
+        {
+            "kind": "elicit",
+            "at_ms": 30.0,
+            "ask_id": "a3",
+            "request": {"message": "Sure?"},
+            "answer": {"action": "decline"},
+        },
+        {
+            "kind": "log",
+            "at_ms": 40.0,
+            "record": {
+                "level": "warning",
+                "message": "late",
+                "data": {"days": 2},
+                "logger": "bank",
+            },
+        },
+    ]
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, tool_name="pay", exchanges=exchanges))
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics) as manager,
+        Messager(mosquitto.url, will_topic=None) as observer,
+        Dashboard(manager, observer, history=path).serving("127.0.0.1", 0) as port,
+    ):
+        page = await open_page(browser, f"http://127.0.0.1:{port}/")
+        row = "document.querySelector('#history-body tr[data-task-id=\"task-1\"]')"
+        await page.wait_for(row, PAGE_TIMEOUT)
+        await page.evaluate(f"{row}.click()")
+        items = await page.wait_for(EXCHANGE_ITEMS, PAGE_TIMEOUT)
+        tags = await page.evaluate("document.querySelectorAll('#detail-exchange b').length")
+    assert items == [
+        [
+            "elicit",
+            "asked: Pay 30 EUR to <b>ACME</b>?\nfields: confirm",
+            'answered {"confirm":true}',
+        ],
+        [
+            "sample",
+            "asked for a completion:\nuser: Summarise\nuser: [image/png, 3.0 KB, not kept]",
+            "reply from m1: Short.",
+        ],
+        ["elicit", "asked: Sure?", "declined"],
+        ["log", 'warning (bank) late {"days":2}'],
+    ]
+    assert tags == 0  # the tool's words are text, never markup
