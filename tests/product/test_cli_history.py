@@ -10,7 +10,7 @@ import pytest
 from argentic_tools import Image, ResourceLink, SqliteRecorder, Text
 from tests.support.cli import one_error_line, run_installed_cli
 from tests.support.media_tools import TINY_PNG
-from tests.support.observations import observation
+from tests.support.observations import EXCHANGES, observation
 
 pytestmark = pytest.mark.anyio
 
@@ -98,54 +98,6 @@ async def test_history_shows_content_blocks_as_call_prints_them_and_large_data_a
     assert calls["mixed"]["content"][1]["data"] == base64.b64encode(TINY_PNG).decode()
 
 
-EXCHANGES = [
-    {
-        "kind": "elicit",
-        "at_ms": 12.5,
-        "ask_id": "a1",
-        "request": {
-            "message": "Pay 30 EUR to ACME?",
-            "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}},
-        },
-        "answer": {"action": "accept", "content": {"confirm": True}},
-    },
-    {
-        "kind": "sample",
-        "at_ms": 20.0,
-        "ask_id": "a2",
-        "request": {
-            "messages": [
-                {"role": "user", "content": {"type": "text", "text": "Summarise the invoice"}},
-                {"role": "user", "content": Image(TINY_PNG).wire()},
-            ],
-            "maxTokens": 20,
-        },
-        "answer": {
-            "role": "assistant",
-            "content": {"type": "text", "text": "An invoice."},
-            "model": "m1",
-        },
-    },
-    {
-        "kind": "elicit",
-        "at_ms": 30.0,
-        "ask_id": "a3",
-        "request": {"message": "Again?"},
-        "error": "no person",
-    },
-    {
-        "kind": "log",
-        "at_ms": 40.0,
-        "record": {
-            "level": "warning",
-            "message": "paid late",
-            "data": {"days": 2},
-            "logger": "bank",
-        },
-    },
-]
-
-
 async def test_history_shows_one_calls_exchange_with_its_caller_in_order(tmp_path: Path) -> None:
     path = tmp_path / "calls.db"
     async with SqliteRecorder(path) as recorder:
@@ -157,18 +109,20 @@ async def test_history_shows_one_calls_exchange_with_its_caller_in_order(tmp_pat
     missing = await run_installed_cli("history", "--history", str(path), "task-9")
 
     assert table.returncode == 0, table.stderr
-    assert "3 questions, 1 log record" in table.stdout.decode()
+    assert "4 questions, 1 log record" in table.stdout.decode()
     assert one.returncode == 0, one.stderr
     lines = [line.rstrip() for line in one.stdout.decode().splitlines()]
-    start = lines.index("Exchange (3 questions, 1 log record)")
+    start = lines.index("Exchange (4 questions, 1 log record)")
     assert lines[start + 1 :] == [
-        "     0.013 s  asked Pay 30 EUR to ACME?",
+        "     0.013 s  asked Pay 30 EUR to <b>ACME</b>?",
         "                  fields: confirm",
         '              answered {"confirm": true}',
         "     0.020 s  asked for a completion:",
         "                  user: Summarise the invoice",
-        f"                  user: [image/png, {len(TINY_PNG)} B]",
+        "                  user: [image/png, 3.0 KB, not kept]",
         "              reply from m1: An invoice.",
+        "     0.025 s  asked Sure?",
+        "              declined",
         "     0.030 s  asked Again?",
         "              no answer: no person",
         '     0.040 s  warning  pay (bank): paid late {"days": 2}',

@@ -51,7 +51,7 @@ from tests.support.cli import (
 )
 from tests.support.clients import manager_for, messager_for
 from tests.support.media_tools import HTML
-from tests.support.observations import observation
+from tests.support.observations import EXCHANGES, observation
 from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
 
 pytestmark = pytest.mark.anyio
@@ -871,62 +871,8 @@ async def test_an_older_calls_details_show_its_questions_answers_and_log_lines(
     browser: Browser, mosquitto: Mosquitto, topics: Topics, tmp_path: Path
 ) -> None:
     path = tmp_path / "calls.db"
-    exchanges: list[dict[str, Any]] = [
-        {
-            "kind": "elicit",
-            "at_ms": 10.0,
-            "ask_id": "a1",
-            "request": {
-                "message": "Pay 30 EUR to <b>ACME</b>?",
-                "requestedSchema": {"type": "object", "properties": {"confirm": {}}},
-            },
-            "answer": {"action": "accept", "content": {"confirm": True}},
-        },
-        {
-            "kind": "sample",
-            "at_ms": 20.0,
-            "ask_id": "a2",
-            "request": {
-                "messages": [
-                    {"role": "user", "content": {"type": "text", "text": "Summarise"}},
-                    {
-                        "role": "user",
-                        "content": {
-                            "type": "image",
-                            "mimeType": "image/png",
-                            "__truncated__": True,
-                            "bytes": 3000,
-                        },
-                    },
-                ],
-                "maxTokens": 5,
-            },
-            "answer": {
-                "role": "assistant",
-                "content": {"type": "text", "text": "Short."},
-                "model": "m1",
-            },
-        },
-        {
-            "kind": "elicit",
-            "at_ms": 30.0,
-            "ask_id": "a3",
-            "request": {"message": "Sure?"},
-            "answer": {"action": "decline"},
-        },
-        {
-            "kind": "log",
-            "at_ms": 40.0,
-            "record": {
-                "level": "warning",
-                "message": "late",
-                "data": {"days": 2},
-                "logger": "bank",
-            },
-        },
-    ]
     async with SqliteRecorder(path) as recorder:
-        recorder.record(observation(1, tool_name="pay", exchanges=exchanges))
+        recorder.record(observation(1, tool_name="pay", exchanges=EXCHANGES))
     async with (
         messager_for(mosquitto.url, topics) as messager,
         manager_for(messager, topics) as manager,
@@ -947,10 +893,12 @@ async def test_an_older_calls_details_show_its_questions_answers_and_log_lines(
         ],
         [
             "sample",
-            "asked for a completion:\nuser: Summarise\nuser: [image/png, 3.0 KB, not kept]",
-            "reply from m1: Short.",
+            "asked for a completion:\nuser: Summarise the invoice\n"
+            "user: [image/png, 3.0 KB, not kept]",
+            "reply from m1: An invoice.",
         ],
         ["elicit", "asked: Sure?", "declined"],
-        ["log", 'warning (bank) late {"days":2}'],
+        ["elicit", "asked: Again?", "no answer: no person"],
+        ["log", 'warning (bank) paid late {"days":2}'],
     ]
     assert tags == 0  # the tool's words are text, never markup
