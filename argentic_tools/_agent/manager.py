@@ -23,21 +23,16 @@ from typing import Any
 
 import anyio
 
-from .._errors import BrokerError, ProtocolError, ToolUnavailableError
+from .._errors import BrokerError, ToolUnavailableError
 from .._lifecycle import AsyncResource, TaskSet
 from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
-from .._protocol.fleet_messages import ManagerOnlineMessage, ToolPongMessage, ToolStatsMessage
+from .._protocol.fleet_messages import ManagerOnlineMessage, ToolStatsMessage
 from .._protocol.messages import (
     PROTOCOL_VERSION,
     CallContext,
-    TaskErrorMessage,
-    TaskResultMessage,
     ToolCallRequest,
-    ToolPartialMessage,
-    ToolProgressMessage,
     ToolResult,
 )
-from .._protocol.parsing import parse_message
 from .._protocol.topics import (
     DEFAULT_CALL_TOPIC_BASE,
     DEFAULT_REGISTER_TOPIC,
@@ -47,11 +42,20 @@ from .._protocol.topics import (
     inbox_level,
 )
 from .._telemetry import start_metrics_server
-from .._transport import IncomingMessage, Messager
+from .._transport import Messager
 from .calls.batch import SLICE, read_all, run_all
 from .calls.book import CallBook
 from .calls.delivery import Delivery
+from .calls.fleet_changes import apply_change
 from .calls.freezing import PROCESS_FREEZE
+from .calls.handlers import (
+    CallerHandlers,
+    ElicitHandler,
+    LogHandler,
+    RootsHandler,
+    SampleHandler,
+    given,
+)
 from .calls.model_output import model_output
 from .calls.options import CallOptions, call_field, context_with
 from .calls.pending import Batch, CallSpec
@@ -61,7 +65,7 @@ from .calls.streams import ToolStream
 from .fleet.exports import ExportFormat, export
 from .fleet.info import ToolInfo
 from .fleet.liveness import Liveness
-from .fleet.membership import Admitted, Change, Membership, ProcessGone, Removed
+from .fleet.membership import Membership
 from .fleet.presence import Presence
 from .fleet.registry import (
     DEFAULT_MAX_TOOLS,
@@ -73,6 +77,7 @@ from .fleet.settling import Settling
 from .fleet.stats import FleetStats
 from .policy import AllToolsEnabled, ToolPolicy
 from .records.observations import ObservationPump, ObservationRecorder
+from .responses import Responses
 
 logger = logging.getLogger("argentic_tools.manager")
 
@@ -124,16 +129,14 @@ class ToolManager(AsyncResource):
             ``127.0.0.1:{metrics_port}`` from :meth:`async_init` (the ``[otel]``
             extra; see :func:`start_metrics_server`).
         gc_freeze: While a big batch runs, keep the process's objects out of
-            CPython's full garbage collections (``gc.freeze()`` after each slice of
-            calls started or ended, ``gc.unfreeze()`` once the process's big batches
-            have ended). With tens of thousands of calls pending, one full collection
-            walks a million objects and holds the event loop for 0.3 s or more; frozen,
-            they are skipped. It is process-wide: garbage reference cycles wait until
-            the batches have ended to be collected. ``None`` (the default) does it for
-            batches of 4,096 calls or more, while the collector is enabled and unless
-            the application has frozen objects itself (its own ``gc.freeze()`` is
-            left alone); ``True`` for every batch of more than 128 calls; ``False``
-            never.
+            CPython's full garbage collections (``gc.freeze()``; process-wide), which
+            with tens of thousands of calls pending hold the loop 0.3 s or more each.
+            ``None`` (the default): for batches of 4,096 calls or more, while the
+            collector is enabled and unless the application froze objects itself;
+            ``True``: for every batch of more than 128 calls; ``False``: never.
+        on_elicit, on_sample, on_log, on_roots: Every call's handlers for its tool's
+            questions and log records, unless the call brings its own (see
+            :meth:`execute_tool`).
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -164,8 +167,14 @@ class ToolManager(AsyncResource):
         metrics_port: int | None = None,
         tenant: bool = False,
         gc_freeze: bool | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        on_log: LogHandler | None = None,
+        on_roots: RootsHandler | None = None,
     ) -> None:
         self.messager = messager
+        self.handlers = CallerHandlers(on_elicit, on_sample, on_log, on_roots)
+        """Handlers for every call's questions and log records, unless a call brings its own."""
         user = messager.username
         if tenant and (not private_replies or user is None or inbox_level(user) is None):
             raise ValueError(
@@ -227,7 +236,7 @@ class ToolManager(AsyncResource):
         )
         self._membership = Membership(
             self._registry,
-            self._apply_change,
+            lambda change: apply_change(change, self._calls, self._delivery, self.logger),
             messager,
             self.topics,
             self.logger,
@@ -267,6 +276,15 @@ class ToolManager(AsyncResource):
             )
         )
         self.metrics_port = metrics_port
+        self._responses = Responses(
+            self.topics,
+            messager.max_payload_bytes,
+            self._calls,
+            self._liveness.alive,
+            None if self._fleet is None else self._fleet.answered,
+            self._drops,
+            self.logger,
+        )
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -299,7 +317,7 @@ class ToolManager(AsyncResource):
             for topic in self._membership.addressed_filters:
                 await self.messager.subscribe(topic, self._membership.on_addressed)
             for topic in self._response_filters:
-                await self.messager.subscribe(topic, self._on_response)
+                await self.messager.subscribe(topic, self._responses.route)
             self.messager.add_reconnect_hook(self._reconnected)
             await self._announce()
             self._settling.started()
@@ -339,7 +357,7 @@ class ToolManager(AsyncResource):
             (self.topics.register, self._membership.on_register_topic),
             (self.topics.owned_register_filter, self._membership.on_register_topic),
             *((t, self._membership.on_addressed) for t in self._membership.addressed_filters),
-            *((t, self._on_response) for t in self._response_filters),
+            *((t, self._responses.route) for t in self._response_filters),
         ):
             with contextlib.suppress(Exception):
                 await self.messager.unsubscribe(topic, handler)
@@ -391,6 +409,10 @@ class ToolManager(AsyncResource):
         thread_id: str | None = None,
         trace_id: str | None = None,
         user_id: str | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        on_log: LogHandler | None = None,
+        on_roots: RootsHandler | None = None,
     ) -> ToolResult:
         """Call a tool and wait for its result; never raises for a failed call.
 
@@ -420,6 +442,15 @@ class ToolManager(AsyncResource):
                 :meth:`execute_tools` takes it); also what the policy checks.
             trace_id: The trace, put in ``context``.
             user_id: The user, put in ``context``.
+            on_elicit: Answers the tool's questions: ``on_elicit(request, call)`` returns an
+                :class:`ElicitResult` (accept, decline or cancel). Without it (and without
+                the manager's), a tool that asks gets ``AskNotSupportedError`` at once.
+            on_sample: Lends the tool the caller's model: ``on_sample(request, call)``
+                returns a :class:`SampleResult`.
+            on_log: Receives the tool's log records: ``on_log(record, call)``, in order.
+            on_roots: Names the caller's roots: ``on_roots(call)`` returns the roots.
+                Each handler may be a coroutine function; while a question waits for its
+                answer, ``idle_timeout`` does not run (``timeout``/``max_duration`` do).
 
         Returns:
             A :class:`TaskResultMessage` on success (its ``result`` the value, its
@@ -431,15 +462,18 @@ class ToolManager(AsyncResource):
 
         """
         options = CallOptions(
-            task_id_override=task_id_override,
-            timeout=timeout,
-            call_id=call_id,
-            context=context_with(context, thread_id, trace_id, user_id),
-            on_progress=on_progress,
-            idle_timeout=idle_timeout,
-            max_duration=max_duration,
+            task_id_override,
+            timeout,
+            call_id,
+            context_with(context, thread_id, trace_id, user_id),
+            on_progress,
+            idle_timeout,
+            max_duration,
+            given(on_elicit, on_sample, on_log, on_roots),
         )
-        spec = options.spec(tool_name_or_id, arguments, self.default_timeout)
+        spec = options.spec(
+            tool_name_or_id, arguments, self.default_timeout, None, None, self.handlers
+        )
         return await self._runner.run(spec, self.policy)
 
     def stream_tool(
@@ -457,6 +491,10 @@ class ToolManager(AsyncResource):
         thread_id: str | None = None,
         trace_id: str | None = None,
         user_id: str | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        on_log: LogHandler | None = None,
+        on_roots: RootsHandler | None = None,
     ) -> ToolStream:
         """Call a tool and receive its result in chunks, as the tool sends them.
 
@@ -469,17 +507,23 @@ class ToolManager(AsyncResource):
         are those of :meth:`execute_tool`.
         """
         options = CallOptions(
-            task_id_override=task_id_override,
-            timeout=timeout,
-            call_id=call_id,
-            context=context_with(context, thread_id, trace_id, user_id),
-            on_progress=on_progress,
-            idle_timeout=idle_timeout,
-            max_duration=max_duration,
+            task_id_override,
+            timeout,
+            call_id,
+            context_with(context, thread_id, trace_id, user_id),
+            on_progress,
+            idle_timeout,
+            max_duration,
+            given(on_elicit, on_sample, on_log, on_roots),
         )
         stream = ToolStream(self._call)
         stream.spec = options.spec(
-            tool_name_or_id, arguments, self.default_timeout, stream.chunk_arrived
+            tool_name_or_id,
+            arguments,
+            self.default_timeout,
+            stream.chunk_arrived,
+            None,
+            self.handlers,
         )
         return stream
 
@@ -526,6 +570,10 @@ class ToolManager(AsyncResource):
         on_progress: BatchProgressCallback | None = None,
         idle_timeout: float | None = None,
         max_duration: float | None = None,
+        on_elicit: ElicitHandler | None = None,
+        on_sample: SampleHandler | None = None,
+        on_log: LogHandler | None = None,
+        on_roots: RootsHandler | None = None,
     ) -> list[ToolResult]:
         """Run parsed tool calls (``call_id``, ``tool_name``, ``arguments``) concurrently.
 
@@ -534,14 +582,15 @@ class ToolManager(AsyncResource):
         Returns one result per call, in order, each carrying its ``call_id``;
         a failure is a result, never an exception. ``on_progress`` is called as
         ``on_progress(call_id, progress, total, message)`` for every call's reports;
-        ``idle_timeout`` and ``max_duration`` apply to each call as in
-        :meth:`execute_tool`.
+        ``idle_timeout``, ``max_duration`` and the handlers apply to each call as in
+        :meth:`execute_tool` (``call`` tells a handler which call asks).
         """
         shared = CallOptions(
             timeout=timeout,
             context=CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id),
             idle_timeout=idle_timeout,
             max_duration=max_duration,
+            handlers=given(on_elicit, on_sample, on_log, on_roots),
         )
         return await self._batch(
             (
@@ -565,11 +614,11 @@ class ToolManager(AsyncResource):
             # label and timeout by position as before (an override may rename them).
             calls = list(batch)
             for name, arguments, options in calls:
-                options.spec(name, arguments, self.default_timeout)
+                options.spec(name, arguments, self.default_timeout)  # raises for bad settings
             return await run_all(self._overridden_call, calls)
         shared = Batch()
         specs = await read_all(
-            options.spec(name, arguments, self.default_timeout, batch=shared)
+            options.spec(name, arguments, self.default_timeout, None, shared, self.handlers)
             for name, arguments, options in batch
         )
         # Each call runs as the runner's own coroutine, without an execute_tool frame
@@ -588,38 +637,6 @@ class ToolManager(AsyncResource):
         return self.execute_tool(
             name, arguments, options.task_id_override, options.timeout, **options.keywords()
         )
-
-    # -- the fleet's changes, applied to the calls in flight --------------------
-
-    def _apply_change(self, change: Change) -> None:
-        """Do what a change in the fleet means for the calls in flight (Membership decides)."""
-        calls = self._calls
-        if isinstance(change, Admitted):
-            entry = change.entry
-            calls.admitted(entry)
-            if change.resend == "all":
-                waiting = calls.sent_to(entry.info.id)
-                if waiting:
-                    self.logger.info(
-                        "tool %r (%s) reconnected; sending %d pending task(s) again",
-                        entry.info.name,
-                        entry.info.id,
-                        len(waiting),
-                    )
-            elif change.resend == "lost":
-                waiting = calls.lost(entry)
-            else:
-                return
-            for call in waiting:
-                self._delivery.resend(call)
-        elif isinstance(change, Removed):
-            tool_id = change.entry.info.id
-            calls.drop_lost(tool_id)
-            if change.offline:
-                calls.fail(lambda call: call.tool_id == tool_id)
-        elif isinstance(change, ProcessGone):
-            source, owner = change.source, change.owner
-            calls.fail(lambda call: call.source == source and call.entry.info.owner == owner)
 
     def set_log_level(self, level: LogLevel | str) -> None:
         """Change the manager's log level (``"DEBUG"``, ``LogLevel.INFO``, ...)."""
@@ -739,37 +756,6 @@ class ToolManager(AsyncResource):
         """
         async with asyncio.timeout(timeout):
             await self._registry.wait_removed(tool_id)
-
-    # -- results -----------------------------------------------------------------
-
-    def _on_response(self, message: IncomingMessage) -> None:
-        tool_id = self.topics.tool_id_from_response(message.topic)
-        try:
-            result = parse_message(message.payload, self.messager.max_payload_bytes)
-        except ProtocolError as exc:
-            self._drops.drop(message.topic, str(exc))
-            return
-        self._liveness.alive(tool_id, result.source)
-        if isinstance(result, ToolPongMessage):
-            return
-        if isinstance(result, ToolStatsMessage):
-            if self._fleet is not None:
-                self._fleet.answered(result)
-            return
-        if isinstance(result, ToolProgressMessage | ToolPartialMessage):
-            problem = self._calls.update(result, tool_id)
-            if problem is not None:
-                self._drops.drop(message.topic, problem)
-            return
-        if not isinstance(result, TaskResultMessage | TaskErrorMessage):
-            self._drops.drop(message.topic, f"expected a result, got a {result.type} message")
-            return
-        dropped = self._calls.resolve(result, tool_id)
-        if dropped is not None:
-            problem, routine = dropped
-            self._drops.drop(message.topic, problem, logging.INFO if routine else logging.WARNING)
-        elif result.task_id not in self._calls.pending:
-            self.logger.debug("result for unknown task %s on %s", result.task_id, message.topic)
 
     async def fleet_stats(self, wait: float = 1.0) -> list[ToolStatsMessage]:
         """Ask every tool process what it has served; one answer per process.

@@ -347,6 +347,14 @@ class ToolCallRequest(WireModel):
     """Seconds without progress after which this call times out (see ``execute_tool``)."""
     max_duration: float | None = None
     """Absolute limit for this call with ``idle_timeout``."""
+    on_elicit: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """Answers this call's tool's questions (see ``execute_tool``)."""
+    on_sample: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """Lends this call's tool the caller's model (see ``execute_tool``)."""
+    on_roots: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """Names the caller's roots to this call's tool (see ``execute_tool``)."""
+    on_log: Callable[..., Any] | None = Field(default=None, exclude=True)
+    """Receives this call's tool's log records (see ``execute_tool``)."""
 
 
 def encode(message: BaseMessage) -> bytes:

@@ -25,6 +25,8 @@ from typing import Any
 
 from .._errors import BrokerError, PayloadTooLargeError
 from .._protocol.messages import TaskMessage, ToolPartialMessage, ToolProgressMessage, encode
+from .._protocol.participation import ToolAnswerMessage
+from .asking import CallerLine
 from .credit import StreamCredit
 from .output import split_output, too_large
 from .stats import ToolCounters
@@ -78,7 +80,7 @@ REPORTED = Reported()
 
 
 class CallControl:
-    """Cancellation, progress and chunks of one task being served.
+    """Cancellation, progress, chunks and the caller's line of one task being served.
 
     Args:
         publish: Publishes one encoded message on the tool's response topic.
@@ -142,6 +144,31 @@ class CallControl:
         self._room: list[asyncio.Future[None]] = []
         self._thread_running = False
         self._thread_waiter: asyncio.Future[None] | None = None
+        self._caller: CallerLine | None = None
+
+    @property
+    def caller(self) -> CallerLine:
+        """The call's line to its caller: questions and log records (made on first use)."""
+        line = self._caller
+        if line is None:
+            with self._lock:
+                line = self._caller
+                if line is None:
+                    line = self._caller = CallerLine(
+                        self.task,
+                        tool_id=self.tool_id,
+                        source=self.source,
+                        enqueue=self._enqueue,
+                        in_loop=lambda function: self._in_loop(function, 0.0),
+                        loop=self._loop,
+                        loop_thread=self._loop_thread,
+                    )
+        return line
+
+    def answered(self, answer: ToolAnswerMessage) -> bool:
+        """The caller answered one of the call's questions; False: it asked none such."""
+        line = self._caller
+        return line is not None and line.answered(answer)
 
     # -- cancellation -----------------------------------------------------------
 
@@ -149,6 +176,8 @@ class CallControl:
         """Cancel the call: the flag for sync tools, and the serving task for async ones."""
         self.reason = reason
         self.cancelled = True
+        if self._caller is not None:
+            self._caller.close()  # a question waiting in a sync tool's thread ends too
         if self.runner is not None:
             self.runner.cancel()
         self._wake_producers()  # a sync tool's thread waiting for room sees it now
@@ -420,6 +449,8 @@ class CallControl:
         if self._report_due and not self.cancelled:
             self._send_report()
         self.finished = True
+        if self._caller is not None:
+            self._caller.close()
         if self.credit is not None:
             self.credit.drop()  # a cancelled call's: a finished one waited for them (flushed)
             self._resumed()

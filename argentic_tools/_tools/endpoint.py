@@ -34,6 +34,7 @@ from .._protocol.messages import (
     encode,
 )
 from .._protocol.parsing import parse_message
+from .._protocol.participation import ToolAnswerMessage
 from .._protocol.topics import Topics
 from .._telemetry import ToolMetrics
 from .._transport import IncomingMessage, Messager
@@ -452,6 +453,9 @@ class ToolEndpoint:
         if isinstance(task, ToolCreditMessage):
             self._credit(task, sender)
             return
+        if isinstance(task, ToolAnswerMessage):
+            self._answer(task, sender, message.topic)
+            return
         if isinstance(task, ToolPingMessage):
             self._pong(task, sender)
             return
@@ -531,6 +535,20 @@ class ToolEndpoint:
         if control is None or credit.tool_id not in (None, self.tool_id):
             return  # finished, never seen, or another caller's task id
         control.granted(credit.read)
+
+    def _answer(self, answer: ToolAnswerMessage, sender: str | None, topic: str) -> None:
+        """A caller answered a question of its task's tool.
+
+        Matched as a cancellation is: only the caller of the task can answer it, and only
+        a question the call is waiting on.
+        """
+        key = record_key(caller(answer.source, sender), answer.task_id)
+        control = self._controls.get(key)
+        if control is None or answer.tool_id not in (None, self.tool_id):
+            self._drops.drop(topic, f"answer for task {answer.task_id}, not a call in flight here")
+            return
+        if not control.answered(answer):
+            self._drops.drop(topic, f"answer to no open question {answer.ask_id!r}")
 
     def _start(self, key: str, work: Coroutine[Any, Any, None], kind: str) -> asyncio.Task[None]:
         runner = asyncio.create_task(work, name=f"tool:{self.tool.name}:{kind}:{key}")

@@ -77,3 +77,28 @@ async def test_our_tool_registers_with_an_unmodified_argentic_manager_and_serves
         failed = await their_manager.execute_tool("shout", {"text": 1, "extra": 2})
         assert failed.status in (ArgenticStatus.FAILED, ArgenticStatus.ERROR)
         assert "shout" in failed.error
+
+
+async def test_our_tool_asking_an_argentic_manager_fails_at_once_with_one_result(
+    mosquitto: Mosquitto, topics: Topics
+) -> None:
+    from argentic.core.protocol.task import TaskStatus as ArgenticStatus
+
+    from tests.support.argentic_peer import argentic_manager
+    from tests.support.asking_proc import ask_name
+
+    async with (
+        argentic_manager(mosquitto.port, topics) as their_manager,
+        ToolService(mosquitto.url, [ask_name], topics=topics),
+    ):
+        with anyio.fail_after(10):
+            while "ask_name" not in their_manager.tools_by_name:
+                await anyio.sleep(0.01)
+        # argentic knows no questions: its task names nothing the caller handles, so the
+        # tool's question fails at once (well within the call's 60 s), in one result.
+        with anyio.fail_after(30):
+            result = await their_manager.execute_tool(
+                "ask_name", {"label": "a"}, timeout_seconds=60
+            )
+        assert result.status in (ArgenticStatus.FAILED, ArgenticStatus.ERROR)
+        assert "ask_name" in result.error and "cannot answer questions" in result.error

@@ -21,6 +21,7 @@ from ..._protocol.messages import (
     ToolProgressMessage,
     ToolResult,
 )
+from ..._protocol.participation import ToolAskMessage, ToolLogMessage
 from ..fleet.info import Entry
 from ..fleet.registry import ToolRegistry
 from ..policy import ToolPolicy
@@ -181,6 +182,32 @@ class CallBook:
                 f"topic, but the task went to {pending.tool_id}"
             )
         pending.watch.arrived(message)
+        return None
+
+    def talk(self, message: ToolAskMessage | ToolLogMessage, tool_id: str | None) -> str | None:
+        """Hand a tool's question or log record to its call; returns why it was dropped.
+
+        Those of calls that ended, or that belong to another manager, are ignored; a
+        question for a call made without handlers is dropped (its task told the tool
+        that nobody answers).
+        """
+        pending = self.pending.get(message.task_id)
+        if pending is None or pending.future.done():
+            return None
+        if pending.tool_id != tool_id:
+            return (
+                f"{message.type} for task {message.task_id} arrived on tool {tool_id}'s "
+                f"topic, but the task went to {pending.tool_id}"
+            )
+        participation = pending.participation
+        if participation is None:
+            if isinstance(message, ToolAskMessage):
+                return f"question for task {message.task_id}, whose caller answers none"
+            return None
+        if isinstance(message, ToolAskMessage):
+            participation.asked(message)
+        else:
+            participation.logged(message)
         return None
 
     def fail(

@@ -14,13 +14,15 @@ import functools
 import logging
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from pydantic import TypeAdapter
 
 from ..._lifecycle import TaskSet
 from ..._logging import InstanceLogger
 from ..._protocol.encoding import encode_fields
-from ..._protocol.messages import CallContext, TaskMessage, ToolCreditMessage
+from ..._protocol.messages import BaseMessage, CallContext, TaskMessage, ToolCreditMessage
+from ..._protocol.participation import ToolAnswerMessage
 from ..._protocol.topics import Topics
 from ..._transport import Messager
 from ..fleet.registry import ToolRegistry
@@ -160,16 +162,37 @@ class Delivery:
         """
         if not call.published or call.future.done():
             return
-        message = ToolCreditMessage(
+        credit = ToolCreditMessage(
+            source=self.messager.client_id, task_id=call.task_id, tool_id=call.tool_id, read=read
+        )
+        self._post(call, credit, "credit")
+
+    def answer(
+        self,
+        call: Pending,
+        ask_id: str,
+        result: dict[str, Any] | None,
+        error: str | None,
+        unsupported: bool = False,
+    ) -> None:
+        """Answer a question of ``call``'s tool (on its call topic, as a cancellation goes)."""
+        if not call.published or call.future.done():
+            return
+        answer = ToolAnswerMessage(
             source=self.messager.client_id,
             task_id=call.task_id,
             tool_id=call.tool_id,
-            read=read,
+            ask_id=ask_id,
+            result=result,
+            error=error,
+            unsupported=unsupported,
         )
-        self._tasks.spawn(
-            publish_quietly(self.messager, self._logger, self.call_topic(call.tool_id), message),
-            "credit",
-        )
+        self._post(call, answer, "answer")
+
+    def _post(self, call: Pending, message: BaseMessage, kind: str) -> None:
+        """Publish ``message`` on ``call``'s tool's call topic, in the background."""
+        topic = self.call_topic(call.tool_id)
+        self._tasks.spawn(publish_quietly(self.messager, self._logger, topic, message), kind)
 
     def resend(self, call: Pending) -> None:
         """Send the task of ``call`` again, now: its tool registered again after losing it.
@@ -232,6 +255,9 @@ class Delivery:
                     "report_progress": True if watch is not None and watch.wants_progress else None,
                     "stream": True if watch is not None and watch.streams else None,
                     "stream_window": None if watch is None else watch.window,
+                    "caller_handles": (
+                        None if call.participation is None else call.participation.abilities()
+                    ),
                     "traceparent": spec.traceparent,
                     "tracestate": spec.tracestate,
                     # Plain Argentic tools answer on the shared topic whatever it says.

@@ -109,3 +109,15 @@ class CallerHandlers(NamedTuple):
     def any(self) -> bool:
         """True when there is at least one handler."""
         return any(handler is not None for handler in self)
+
+
+def given(
+    on_elicit: ElicitHandler | None,
+    on_sample: SampleHandler | None,
+    on_log: LogHandler | None,
+    on_roots: RootsHandler | None,
+) -> CallerHandlers | None:
+    """A call's own handlers, or None when it brings none (the common case: no tuple)."""
+    if on_elicit is None and on_sample is None and on_log is None and on_roots is None:
+        return None
+    return CallerHandlers(on_elicit, on_sample, on_log, on_roots)

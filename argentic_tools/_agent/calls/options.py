@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..._protocol.messages import CallContext, ToolCallRequest
+from .handlers import CallerHandlers
 from .pending import Batch, CallSpec
 from .progress import BatchProgressCallback, ChunkSink, ProgressCallback, for_call, long_call
 
@@ -42,6 +43,9 @@ class CallOptions(NamedTuple):
     """Seconds without a progress report after which the call times out."""
     max_duration: float | None = None
     """With ``idle_timeout``: the absolute limit that no report extends."""
+    handlers: CallerHandlers | None = None
+    """The call's own handlers for its tool's questions and log records (None: the
+    manager's)."""
 
     @classmethod
     def of_request(cls, request: ToolCallRequest) -> "CallOptions":
@@ -53,6 +57,9 @@ class CallOptions(NamedTuple):
             on_progress=request.on_progress,
             idle_timeout=request.idle_timeout,
             max_duration=request.max_duration,
+            handlers=CallerHandlers(
+                request.on_elicit, request.on_sample, request.on_log, request.on_roots
+            ),
         )
 
     def for_batch_call(
@@ -67,13 +74,20 @@ class CallOptions(NamedTuple):
         ``execute_tool`` takes ``task_id_override`` and ``timeout`` by position (a
         subclass may name them otherwise): pass those two by position.
         """
-        return {
+        keywords: dict[str, Any] = {
             "call_id": self.call_id,
             "context": self.context,
             "on_progress": self.on_progress,
             "idle_timeout": self.idle_timeout,
             "max_duration": self.max_duration,
         }
+        if self.handlers is not None:  # only then: an older override need not take them
+            keywords.update(
+                (name, handler)
+                for name, handler in self.handlers._asdict().items()
+                if handler is not None
+            )
+        return keywords
 
     def spec(
         self,
@@ -82,8 +96,11 @@ class CallOptions(NamedTuple):
         default_timeout: float | None,
         on_chunk: ChunkSink | None = None,
         batch: Batch | None = None,
+        default_handlers: CallerHandlers | None = None,
     ) -> CallSpec:
         """One call of ``name`` with these options, before it is checked (``batch``: run by it).
+
+        ``default_handlers`` (the manager's) stand in for each handler the call has not.
 
         Raises:
             ValueError: ``idle_timeout`` or ``max_duration`` is not a positive number.
@@ -105,6 +122,9 @@ class CallOptions(NamedTuple):
                 self.max_duration,
                 timeout,
             )
+        handlers = self.handlers
+        if default_handlers is not None and default_handlers.any:
+            handlers = default_handlers if handlers is None else handlers.over(default_handlers)
         return CallSpec(
             name,
             arguments,
@@ -114,6 +134,7 @@ class CallOptions(NamedTuple):
             self.context,
             watch,
             batch=batch,
+            handlers=handlers if handlers is not None and handlers.any else None,
         )
 
 

@@ -2,12 +2,40 @@
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..._protocol.messages import CallContext, ToolResult
+from ..._protocol.participation import ToolAskMessage, ToolLogMessage
 from ..fleet.info import Entry
 from .flow import Window
+from .handlers import CallerHandlers
 from .progress import CallWatch
+
+
+class Taking(Protocol):
+    """The caller's part in a pending call (its :class:`~.participation.Participation`)."""
+
+    def asked(self, message: ToolAskMessage) -> None:
+        """A question of the tool came in."""
+
+    def logged(self, message: ToolLogMessage) -> None:
+        """A log record of the tool came in."""
+
+    def abilities(self) -> list[str]:
+        """What the task tells the tool its caller takes part in."""
+
+    @property
+    def heard(self) -> bool:
+        """Whether the tool asked or logged anything yet."""
+
+    async def flush(self) -> None:
+        """Let the log records that came before the result reach the handler first."""
+
+    def close(self) -> None:
+        """The call is over."""
+
+    def kept(self) -> list[dict[str, Any]] | None:
+        """What was said, for the observation."""
 
 
 class ToolGoneError(Exception):
@@ -53,6 +81,8 @@ class CallSpec:
     tracestate: str | None = None
     batch: "Batch | None" = None
     """The batch that runs the call, if any (one object that all its calls share)."""
+    handlers: CallerHandlers | None = None
+    """The caller's handlers for the tool's questions and log records (None: none)."""
 
 
 @dataclass(slots=True)
@@ -75,6 +105,8 @@ class Pending:
     """True from the moment the task may reach the tool (its publish has begun)."""
     sent_on: int = 0
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
+    participation: Taking | None = None
+    """The caller's handlers at work, for a call made with some."""
 
     @property
     def timeout(self) -> float | None:

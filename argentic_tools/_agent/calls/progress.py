@@ -129,6 +129,7 @@ class CallWatch:
         "_gap_since",
         "_granted",
         "_held",
+        "_holds",
         "_progress_seq",
         "_wakeup",
         "cap_at",
@@ -178,6 +179,7 @@ class CallWatch:
         self._gap_since: float | None = None
         self._events: deque[ToolProgressMessage | tuple[Any]] = deque()
         self._wakeup: asyncio.Future[None] | None = None
+        self._holds = 0
 
     @property
     def wants_progress(self) -> bool:
@@ -227,11 +229,30 @@ class CallWatch:
                 self._gap_since = None
             elif self._gap_since is None:
                 self._gap_since = asyncio.get_running_loop().time()
-        if self.timer is not None and self.idle is not None and not self.timer.expired():
-            loop = asyncio.get_running_loop()
-            deadline = self._next_deadline(loop.time())
-            self.timer.reschedule(deadline)
+        self.touched()
         self.wake()
+
+    def suspend(self) -> None:
+        """A question of the tool waits for the caller's answer: the idle timeout stops.
+
+        Until :meth:`resume` (one call each), only the cap (``max_duration``) and the
+        caller's cancellation end the call.
+        """
+        self._holds += 1
+        timer = self.timer
+        if self.idle is not None and timer is not None and not timer.expired():
+            timer.reschedule(self.cap_at)
+
+    def resume(self) -> None:
+        """A question was answered: once none waits, the idle timeout runs again from now."""
+        self._holds = max(self._holds - 1, 0)
+        self.touched()
+
+    def touched(self) -> None:
+        """A sign of life from the tool (a log record): the idle timeout starts again."""
+        timer = self.timer
+        if self._holds == 0 and self.idle is not None and timer is not None and not timer.expired():
+            timer.reschedule(self._next_deadline(asyncio.get_running_loop().time()))
 
     def taken(self) -> None:
         """The reader took one chunk: every half window, the tool gets credit for more."""

@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 
@@ -39,6 +40,8 @@ from ..records.observations import ObservationPump, observation_of
 from .book import CallBook
 from .delivery import Delivery
 from .endings import assembled, broken, checked, error, failed, timed_out, undeliverable
+from .handlers import CallerHandlers, CallRef
+from .participation import Participation
 from .pending import CallSpec, Pending, ToolGoneError, UnsendableTaskError
 from .progress import STREAM_WINDOW, BrokenStreamError, CallWatch
 
@@ -104,6 +107,8 @@ class CallRunner:
                 call = await self._after_settling(spec, call, policy)
             if isinstance(call, Pending):
                 watch = call.watch
+                if spec.handlers is not None and spec.handlers.any:
+                    call.participation = self._participation(call, spec.handlers)
                 try:
                     loop = asyncio.get_running_loop()
                     deadline = (
@@ -137,13 +142,13 @@ class CallRunner:
                                 await watch.result(call.future),
                                 self._reconnected(call),
                             )
+                        if call.participation is not None:
+                            await call.participation.flush()  # log records before the result
                 except TimeoutError:
                     result = timed_out(self._source, call, self._calls.window_of(call.tool_id))
                     if call.published:
                         self._delivery.cancel_at_tool(call, result.error)
-                        if self._liveness is not None and (
-                            watch is None or not (watch.reports or watch.delivered)
-                        ):
+                        if self._liveness is not None and not _heard_from(call):
                             self._liveness.missed(call.entry)
                 except asyncio.CancelledError:
                     # The caller gave up (task.cancel(), wait_for, a cancel scope): the tool
@@ -182,6 +187,8 @@ class CallRunner:
                     if watch is not None:
                         watch.timer = None
                         watch.credit = None  # a reader still reading sends no more grants
+                    if call.participation is not None:
+                        call.participation.close()
                     self._calls.forget(call.task_id)
                 result = checked(self._source, call, result)
             else:
@@ -191,7 +198,21 @@ class CallRunner:
             # the span, and the observations (the live view and the history).
             self._ended_cancelled(spec, span, started, call)
             raise
-        return self._ended(spec, span, started, result)
+        return self._ended(spec, span, started, result, _exchanges(call))
+
+    def _participation(self, call: Pending, handlers: CallerHandlers) -> Participation:
+        """The caller's handlers at work for ``call``: they answer on its tool's call topic."""
+        spec = call.spec
+        return Participation(
+            handlers,
+            CallRef(
+                call.tool_name, call.tool_id, call.label or call.task_id, spec.call_id, spec.context
+            ),
+            lambda ask_id, result, error, unsupported: self._delivery.answer(
+                call, ask_id, result, error, unsupported
+            ),
+            call.watch,
+        )
 
     def _pace(self, call: Pending, watch: CallWatch) -> None:
         """Pace a streamed call by its reader when its tool can (protocol 3 and later)."""
@@ -240,7 +261,7 @@ class CallRunner:
         calls ends them all at once, and building each result cost as much again.
         """
         if self._pump is not None:
-            self._ended(spec, span, started, self._cancelled(spec, call))
+            self._ended(spec, span, started, self._cancelled(spec, call), _exchanges(call))
             return
         self._metrics.ended(call.tool_name, "cancelled", time.perf_counter() - started)
         end_call_span(
@@ -269,13 +290,20 @@ class CallRunner:
             status=status,
         )
 
-    def _ended(self, spec: CallSpec, span: Span, started: float, result: ToolResult) -> ToolResult:
+    def _ended(
+        self,
+        spec: CallSpec,
+        span: Span,
+        started: float,
+        result: ToolResult,
+        exchanges: list[dict[str, Any]] | None = None,
+    ) -> ToolResult:
         """Time, observe and count the call's one result, and end its span."""
         result.duration_ms = (time.perf_counter() - started) * 1000
         if spec.call_id is not None:
             result.call_id = spec.call_id
         if self._pump is not None:
-            observation = observation_of(result, spec.context)
+            observation = observation_of(result, spec.context, exchanges)
             if observation.trace_id is None and spec.traceparent is not None:
                 # The trace the call's span belongs to, when the caller named none.
                 observation = dataclasses.replace(
@@ -312,3 +340,18 @@ class CallRunner:
             ticket = self._delivery.cancel_at_tool(call, why)
             await self._delivery.cancels.sent(ticket, CANCEL_SEND_SECONDS)
         return True
+
+
+def _exchanges(call: "Pending | TaskErrorMessage") -> list[dict[str, Any]] | None:
+    """What a call's tool and its caller said to each other, for the observation."""
+    if isinstance(call, Pending) and call.participation is not None:
+        return call.participation.kept()
+    return None
+
+
+def _heard_from(call: Pending) -> bool:
+    """Whether the tool said anything during the call: a report, a chunk, a question, a log."""
+    watch, participation = call.watch, call.participation
+    if watch is not None and (watch.reports or watch.delivered):
+        return True
+    return participation is not None and participation.heard

@@ -27,7 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import anyio.to_thread
 
@@ -48,6 +48,7 @@ from ..._protocol.topics import Topics, inbox_level
 from ..._protocol.validation import SchemaValidator
 from ..._transport import IncomingMessage, Messager
 from ..publishing import publish_quietly
+from .changes import Admitted, Change, ProcessGone, Removed
 from .info import Entry, ToolInfo
 from .liveness import Liveness
 from .registry import HeldIdError, RegistrationRefusedError, ToolRegistry
@@ -79,42 +80,6 @@ def _compile_all(keys: list[str]) -> list[tuple[str, SchemaValidator]]:
         except ValueError:
             continue  # admit() refuses it, saying why
     return compiled
-
-
-@dataclass(frozen=True, slots=True)
-class Admitted:
-    """A tool instance was admitted, new or again: its advertised limit applies from now.
-
-    ``resend`` says which of its calls' tasks to send again: ``"lost"``, those that
-    went out on a connection of ours older than the registration (a broker restart
-    lost them); ``"all"``, every task it has not answered (its own process
-    reconnected, and its broker node may have died with the tasks queued for it);
-    ``"none"`` for a new instance. A tool runs a task id once: for a task it already
-    ran it sends the recorded result again, and it ignores one still running.
-    """
-
-    entry: Entry
-    resend: Literal["none", "lost", "all"]
-
-
-@dataclass(frozen=True, slots=True)
-class Removed:
-    """A tool instance left the registry; ``offline``: its process died, so its calls end."""
-
-    entry: Entry
-    offline: bool
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessGone:
-    """A process's Last Will counted: calls to its tools (``source`` under ``owner``) end."""
-
-    source: str | None
-    owner: str | None
-
-
-Change = Admitted | Removed | ProcessGone
-"""What a register-topic message changed for the calls in flight."""
 
 
 @dataclass(frozen=True, slots=True)

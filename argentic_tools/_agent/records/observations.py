@@ -142,8 +142,12 @@ class ObservationPump:
                 self._queue.task_done()
 
 
-def observation_of(result: "ToolResult", context: "CallContext | None") -> Observation:
-    """The observation of one finished call."""
+def observation_of(
+    result: "ToolResult",
+    context: "CallContext | None",
+    exchanges: list[dict[str, Any]] | None = None,
+) -> Observation:
+    """The observation of one finished call (``exchanges``: what its tool and caller said)."""
     error = result if isinstance(result, TaskErrorMessage) else None
     return Observation(
         call_id=result.call_id,
@@ -160,4 +164,5 @@ def observation_of(result: "ToolResult", context: "CallContext | None") -> Obser
         error=error.error if error else None,
         timestamp=time.time(),
         content=None if error or result.content is None else [b.wire() for b in result.content],
+        exchanges=exchanges,
     )
