@@ -254,7 +254,7 @@ class TerminalCaller:
                 return ElicitResult(action=action)
             content: dict[str, Any] = {}
             for question in questions:
-                value = self._field(reader, question)
+                value = self._field(reader, question, request.message)
                 if value is not SKIP:
                     content[question.key] = value
         except PromptInterruptedError:
@@ -270,9 +270,9 @@ class TerminalCaller:
                 return action
             self.console.print(Text("  ! type a, d or c", style="red"))
 
-    def _field(self, reader: LineReader, question: Question) -> Any:
+    def _field(self, reader: LineReader, question: Question, message: str) -> Any:
         about = Text.assemble("  ", (question.title, "bold"), (f" ({question.hint()})", "dim"))
-        if question.description:
+        if question.description and question.description != message:
             about.append(f"\n    {question.description}", style="dim")
         self.console.print(about)
         for number, choice in enumerate(question.choices, start=1):

@@ -7,10 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from argentic_tools import Image, ResourceLink, SqliteRecorder, Text
-from tests.support.cli import one_error_line, run_installed_cli
+from argentic_tools import (
+    CallRef,
+    ElicitRequest,
+    ElicitResult,
+    Image,
+    ResourceLink,
+    SqliteRecorder,
+    Text,
+    Topics,
+)
+from tests.support.brokers import Mosquitto
+from tests.support.cli import lines, one_error_line, run_installed_cli
+from tests.support.clients import manager_with_tools
 from tests.support.media_tools import TINY_PNG
 from tests.support.observations import EXCHANGES, observation
+from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -130,3 +142,42 @@ async def test_history_shows_one_calls_exchange_with_its_caller_in_order(tmp_pat
     assert "Call to pay: success" in lines[0]
     assert missing.returncode == 2
     assert "no call 'task-9'" in one_error_line(missing)
+
+
+async def test_history_shows_what_a_real_tool_asked_its_caller_and_logged(
+    mosquitto: Mosquitto, prefix: str, topics: Topics, tmp_path: Path
+) -> None:
+    path = tmp_path / "calls.db"
+    logged: list[str] = []
+
+    def yes(request: ElicitRequest, call: CallRef) -> ElicitResult:
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async with (
+        ToolProcess("tests.support.asking_tools", mosquitto.url, prefix),
+        SqliteRecorder(path) as recorder,
+        manager_with_tools(mosquitto.url, topics, ["pay", "chatty"], recorder=recorder) as manager,
+    ):
+        paid = await manager.execute_tool("pay", {"amount": 5, "to": "Bo"}, on_elicit=yes)
+        chatty = await manager.execute_tool(
+            "chatty", {"lines": 1}, on_log=lambda record, call: logged.append(record.message)
+        )
+        await manager.flush_observations()
+        await recorder.flush()
+    assert paid.ok and chatty.ok, (paid, chatty)
+    assert logged == ["detail 0", "halfway there", "almost done"]
+
+    shown = await run_installed_cli("history", "--history", str(path), paid.task_id)
+    logs = await run_installed_cli("history", "--history", str(path), chatty.task_id)
+
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout.decode()
+    assert "Exchange (1 question)" in text
+    assert "asked Pay 5.00 EUR to Bo?" in text
+    assert 'answered {"confirm": true}' in text
+    log_lines = [line.split(" s  ", 1)[-1] for line in lines(logs.stdout) if " s  " in line]
+    assert log_lines == [
+        "debug    chatty: detail 0",
+        'info     chatty (chatty): halfway there {"lines": 1}',
+        "warning  chatty: almost done",
+    ]
