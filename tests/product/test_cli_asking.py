@@ -7,6 +7,7 @@ as a person would. Without a terminal, the tool learns at once that nobody can a
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -27,7 +28,7 @@ async def asking_tools(
     mosquitto: Mosquitto, prefix: str, manager: ToolManager
 ) -> AsyncIterator[ToolProcess]:
     async with ToolProcess("tests.support.asking_tools", mosquitto.url, prefix) as process:
-        for name in ("register", "summarise", "chatty", "pay"):
+        for name in ("register", "summarise", "chatty", "pay", "where"):
             await manager.wait_for_tool(name, timeout=30)
         yield process
 
@@ -170,3 +171,17 @@ async def test_without_a_terminal_the_tool_learns_at_once_that_nobody_can_answer
     assert completed.returncode == 1
     error = one_error_line(completed)
     assert "elicit" in error, error
+
+
+async def test_roots_are_the_root_directories_given_and_none_without(
+    asking_tools: ToolProcess, mosquitto: Mosquitto, prefix: str, tmp_path: Path
+) -> None:
+    given = await run_cli(
+        "call", "where", "--root", str(tmp_path), *connection(mosquitto.url, prefix)
+    )
+    none = await run_cli("call", "where", *connection(mosquitto.url, prefix))
+
+    assert given.returncode == 0, given.stderr
+    assert json.loads(given.stdout) == [tmp_path.as_uri()]  # tmp_path is resolved already
+    assert none.returncode == 1
+    assert "name its roots" in one_error_line(none)

@@ -2,7 +2,7 @@
 
 ``register`` asks one question with every kind of field a question may have; ``summarise``
 asks the caller's model for a completion; ``chatty`` logs at several levels; ``pay`` asks
-for an approval.
+for an approval; ``where`` asks for the caller's roots.
 """
 
 from typing import Any
@@ -71,5 +71,11 @@ async def pay(amount: float, to: str, context: ToolContext) -> str:
     return f"paid {amount:.2f} EUR to {to}"
 
 
+@tool
+async def where(context: ToolContext) -> list[str]:
+    """The directories the caller lets this tool work in, as URIs."""
+    return [root.uri for root in await context.list_roots()]
+
+
 if __name__ == "__main__":
-    serve_main([register, summarise, chatty, pay])
+    serve_main([register, summarise, chatty, pay, where])
