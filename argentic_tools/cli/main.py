@@ -141,7 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
             'argentic-tools call calculate \'{"expression": "sqrt(16)"}\'  # one JSON object',
             "argentic-tools call convert_units value=10 from_unit=km to_unit=mi",
             "argentic-tools call current_time --json --timeout 5",
-            "argentic-tools call deploy service=api --tool-log debug  # answers its questions here",
+            "argentic-tools call current_time --tool-log debug --no-ask  # its logs; no questions",
         ),
     )
     call.add_argument("name", help="tool name (or id)")
