@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 CLI := $(BIN)/argentic-tools
 
-.PHONY: demo test test-cluster test-conformance npm-servers lint typecheck pytest bench soak mosquitto chromium clean
+.PHONY: demo test test-cluster test-conformance test-frameworks npm-servers lint typecheck pytest bench soak mosquitto chromium clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -92,6 +92,12 @@ test-cluster: $(STAMP)
 ## baselines in scripts/conformance/ (a scratch report; UPDATE=1 rewrites benchmarks/results/)
 test-conformance: $(STAMP) mosquitto
 	PYTHONPATH=$(CURDIR) $(BIN)/python scripts/conformance.py $(if $(UPDATE),--update-results)
+
+## test-frameworks: the fleet as native tools of the OpenAI Agents SDK, LangGraph, PydanticAI
+## and LlamaIndex, each driven by the framework's own agent loop and test model (no network)
+test-frameworks: $(STAMP) mosquitto
+	ARGENTIC_TOOLS_FRAMEWORKS=1 $(BIN)/python -m pytest tests/frameworks -q -p no:cacheprovider \
+		--cov=argentic_tools.integrations --cov-report=term
 
 ## bench: side-by-side benchmark against the raw MQTT floor and argentic (a scratch
 ## report; UPDATE=1 rewrites benchmarks/results/)

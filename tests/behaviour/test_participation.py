@@ -368,3 +368,44 @@ async def test_a_forged_answer_from_another_client_is_ignored(
         await forger.publish(topics.call(pending.tool_id), forged)  # out before the real one
         release.set()
     assert ok(outcomes[0])["data"] == {"name": "real"}
+
+
+async def test_a_tool_killed_while_its_question_waits_ends_the_call_offline_once(
+    mosquitto: Mosquitto, tmp_path: pathlib.Path
+) -> None:
+    prefix = f"k{uuid.uuid4().hex[:10]}"
+    topics = Topics.with_prefix(prefix)
+    asked = anyio.Event()
+    cancelled: list[bool] = []
+
+    async def waiting_person(request: ElicitRequest, call: CallRef) -> ElicitResult:
+        asked.set()
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            cancelled.append(True)
+            raise
+        raise AssertionError("unreachable")
+
+    async with (
+        ToolProcess("tests.support.asking_proc", mosquitto.url, prefix) as process,
+        manager_with_tools(mosquitto.url, topics, ["ask_name"]) as manager,
+    ):
+        results: list[ToolResult] = []
+
+        async def call() -> None:
+            results.append(
+                await manager.execute_tool("ask_name", {}, timeout=60, on_elicit=waiting_person)
+            )
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(call)
+            with anyio.fail_after(15):
+                await asked.wait()
+            process.kill()
+        with anyio.fail_after(10):
+            while not cancelled:
+                await anyio.sleep(0.01)
+    assert len(results) == 1
+    offline = failed(results[0])
+    assert offline.error_code == "tool_offline" and "ask_name" in offline.error

@@ -108,7 +108,12 @@ class CallerHandlers(NamedTuple):
     @property
     def any(self) -> bool:
         """True when there is at least one handler."""
-        return any(handler is not None for handler in self)
+        return (
+            self.on_elicit is not None
+            or self.on_sample is not None
+            or self.on_log is not None
+            or self.on_roots is not None
+        )
 
 
 def given(
