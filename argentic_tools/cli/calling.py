@@ -200,9 +200,10 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
         with CallView(
             args.name, json_lines=args.json, debug=args.debug, save_to=args.save_content
         ) as view:
+            view.asking = can_ask(args)
             caller = TerminalCaller(
                 stderr,
-                ask=can_ask(args),
+                ask=view.asking,
                 log_level=args.tool_log,
                 json_lines=args.json,
                 roots=[Path(root) for root in args.root],
@@ -374,6 +375,8 @@ class CallView:
         self.debug = debug
         self.save_to = Path(save_to) if save_to is not None else None
         self.chunks = 0
+        self.asking = True
+        """Whether the tool's questions were offered to the person (see :func:`can_ask`)."""
         self._bar: Progress | None = None
         self._task: TaskID | None = None
         if not json_lines and stderr.is_terminal:
@@ -448,7 +451,10 @@ class CallView:
             if self.debug and result.traceback:
                 # The tool's own traceback (tools send one when they run with --debug).
                 print(result.traceback.rstrip(), file=sys.stderr)
-            raise CliError(f"{result.error} [{result.error_code}]", EXIT_CALL_FAILED)
+            raise CliError(
+                f"{result.error} [{result.error_code}]{self._unasked_hint(result.error)}",
+                EXIT_CALL_FAILED,
+            )
         if result.content:
             self.show_content(result.content, result.result, result.task_id)
         elif self.json_lines:
@@ -457,6 +463,15 @@ class CallView:
             print_json(result.result)
         # A streamed result was printed chunk by chunk already.
         return EXIT_OK
+
+    def _unasked_hint(self, error: str) -> str:
+        """Why nobody answered a tool that asked, when ``call`` offered it no person."""
+        if self.asking or not any(name in error for name in ("on_elicit", "on_sample")):
+            return ""
+        return (
+            " (call puts a tool's questions to you only when stdin is a terminal and "
+            "--no-ask is not given)"
+        )
 
     def show_content(self, content: list[ContentBlock], value: Any, call: str) -> None:
         """Print a result with content blocks, and save them with ``--save-content``.

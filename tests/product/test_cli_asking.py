@@ -170,7 +170,8 @@ async def test_without_a_terminal_the_tool_learns_at_once_that_nobody_can_answer
         )
     assert completed.returncode == 1
     error = one_error_line(completed)
-    assert "elicit" in error, error
+    assert "its caller cannot answer questions" in error, error
+    assert "only when stdin is a terminal" in error
 
 
 async def test_roots_are_the_root_directories_given_and_none_without(
