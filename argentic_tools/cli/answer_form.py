@@ -42,6 +42,10 @@ _ACTIONS: dict[str, Action] = {
 }
 
 
+DONE: dict[str, str] = {"accept": "answered", "decline": "declined", "cancel": "cancelled"}
+"""Each action as what was done: ``declined``, ``cancelled``."""
+
+
 class InvalidAnswerError(ValueError):
     """What the person typed does not fit the field; the message says what would."""
 

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from rich.text import Text
 
 from .._protocol.participation import LogRecord
+from .answer_form import DONE
 from .content import shape_text
 from .terminal_caller import log_text
 
@@ -96,7 +97,7 @@ def _answer(kind: str, exchange: Mapping[str, Any]) -> Text:
         if action == "accept":
             content = json.dumps(answer.get("content") or {}, ensure_ascii=False, default=str)
             return Text(f"answered {content}", "green")
-        return Text(f"{action}d" if action in ("decline", "cancel") else str(action), "yellow")
+        return Text(DONE.get(str(action), str(action)), "yellow")
     if kind == "sample":
         text = " ".join(_blocks(answer.get("content")))
         return Text(f"reply from {answer.get('model', 'the model')}: {text}", "green")

@@ -47,6 +47,7 @@ from .._protocol.participation import (
     SampleResult,
 )
 from .answer_form import (
+    DONE,
     SKIP,
     Action,
     InvalidAnswerError,
@@ -245,12 +246,16 @@ class TerminalCaller:
         questions: list[Question],
     ) -> ElicitResult:
         say = self.console.print
-        say(Text.assemble(("? ", "bold magenta"), (call.tool_name, "bold"), " asks: "), end="")
-        say(request.message)
+        # Text, never a plain string: the tool's words are not read as markup or emoji codes.
+        say(
+            Text.assemble(
+                ("? ", "bold magenta"), (call.tool_name, "bold"), " asks: ", request.message
+            )
+        )
         try:
             action = self._choose(reader)
             if action != "accept":
-                say(Text(f"  {action}d", style="yellow"))
+                say(Text(f"  {DONE[action]}", style="yellow"))
                 return ElicitResult(action=action)
             content: dict[str, Any] = {}
             for question in questions:
@@ -276,7 +281,7 @@ class TerminalCaller:
             about.append(f"\n    {question.description}", style="dim")
         self.console.print(about)
         for number, choice in enumerate(question.choices, start=1):
-            self.console.print(f"    {number}. {choice.title}")
+            self.console.print(Text(f"    {number}. {choice.title}"))
         while True:
             try:
                 return question.parse(self._read(reader, f"  {question.prompt()}"))

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from argentic_tools import ElicitRequest, LogRecord, SampleRequest
 from argentic_tools._agent.calls.handlers import CallRef
+from argentic_tools.cli.answer_form import DONE
 from argentic_tools.cli.terminal_caller import (
     PERSON,
     SampleDeclinedError,
@@ -104,7 +105,13 @@ async def test_declining_and_cancelling_send_no_content(person: Person) -> None:
         cancelled = await person.caller().on_elicit(request, CALL)
     assert (declined.action, declined.content) == ("decline", None)
     assert (cancelled.action, cancelled.content) == ("cancel", None)
-    assert "! type a, d or c" in person.output.getvalue()
+    shown = person.output.getvalue()
+    assert "! type a, d or c" in shown
+    # The pipe does not echo what was typed: each outcome ends its prompt's line.
+    assert [line.rsplit(" ", 1)[-1] for line in shown.splitlines() if line.endswith("ed")] == [
+        DONE["decline"],
+        DONE["cancel"],
+    ]
 
 
 async def test_the_end_of_input_cancels_the_question(person: Person) -> None:
