@@ -198,14 +198,13 @@ def context_of(call: JournaledCall) -> CallContext | None:
     return None if call.context is None else CallContext.model_validate(call.context)
 
 
-def dumped(result: ToolResult) -> dict[str, Any]:
-    """A result as the journal keeps it (JSON)."""
-    fields: dict[str, Any] = result.model_dump(mode="json", exclude_none=True)
-    return fields
+def dumped(result: ToolResult) -> str:
+    """A result as the journal keeps it: its JSON text."""
+    return result.__pydantic_serializer__.to_json(result, exclude_none=True).decode()
 
 
-def journaled(call: Pending) -> JournaledCall:
-    """What the journal keeps of ``call`` before its task goes out."""
+def journaled(call: Pending, caller: str) -> JournaledCall:
+    """What the journal keeps of ``call`` (made by ``caller``) before its task goes out."""
     spec = call.spec
     return JournaledCall(
         task_id=call.task_id,
@@ -218,4 +217,5 @@ def journaled(call: Pending) -> JournaledCall:
         context=None if spec.context is None else spec.context.model_dump(exclude_none=True),
         started_at=call.timestamp,
         timeout=call.timeout,
+        caller=caller,
     )

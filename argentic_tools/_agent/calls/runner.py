@@ -139,7 +139,7 @@ class CallRunner:
                                 timer.reschedule(watch.first_deadline(loop))
                             self._pace(call, watch)
                         if self._journal is not None:
-                            await self._journal.begin(journaled(call))
+                            await self._journal.begin(journaled(call, self._source))
                             call.journaled = True
                         call.sent_on = await self._delivery.send(call)
                         if watch is None:

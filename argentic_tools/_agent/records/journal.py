@@ -55,6 +55,8 @@ class JournaledCall:
     """The latest progress report (``progress``, ``total``, ``message``)."""
     restarts: int = 0
     """How many times a restarted manager picked the call up again."""
+    caller: str | None = None
+    """Client id of the manager that made the call (tools know their caller by it)."""
 
     @property
     def deadline(self) -> float | None:
@@ -88,8 +90,8 @@ class CallJournal(Protocol):
     def progressed(self, task_id: str, progress: dict[str, Any]) -> None:
         """Note the latest progress report of a running call (may be queued)."""
 
-    def ended(self, task_id: str, status: str, result: dict[str, Any]) -> None:
-        """Note a call's outcome (may be queued)."""
+    def ended(self, task_id: str, status: str, result: dict[str, Any] | str) -> None:
+        """Note a call's outcome: its result's fields, or the same as JSON text (may be queued)."""
 
     async def resumed(self, task_ids: Sequence[str]) -> None:
         """Count one more restart survived by each of these calls."""
