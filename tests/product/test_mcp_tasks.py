@@ -8,6 +8,7 @@ their creator's only, and a gateway killed mid-task and started again on its jou
 still answers ``tasks/get`` with the call's real result (the tool ran once).
 """
 
+import importlib.util
 import json
 import signal
 import uuid
@@ -296,11 +297,14 @@ async def test_a_gateway_restarted_mid_task_still_answers(
     assert (tmp_path / "durable.runs").read_text() == "run\n"  # it ran once
 
 
+@pytest.mark.skipif(
+    importlib.util.find_spec("fastmcp_tasks") is None,
+    reason="PydanticAI's MCP toolset runs tasks with fastmcp-tasks (pydantic-ai-slim[mcp-tasks])",
+)
 async def test_pydantic_ai_toolset_with_tasks_preferred_gets_the_tasks_result(
     served: str, tmp_path: Path
 ) -> None:
     """PydanticAI's MCP toolset (FastMCP 4's client, with ``fastmcp-tasks``) drives a task."""
-    pytest.importorskip("fastmcp_tasks", reason="PydanticAI runs tasks with fastmcp-tasks")
     from pydantic_ai.mcp import MCPToolset
 
     toolset: Any = MCPToolset(served, prefer_tasks=True)
