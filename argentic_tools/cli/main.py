@@ -441,6 +441,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--server", default=None, metavar="NAME", help="which server of --config to bridge"
     )
     mcp_bridge.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="PATH_OR_URI",
+        help="a root the server may work in (repeatable): a directory or a file:// URI;"
+        " the bridge answers the server's roots/list with them (none: no roots declared)",
+    )
+    mcp_bridge.add_argument(
+        "--server-log-level",
+        default="info",
+        choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
+        help="the least severe of the server's log records to ask for, which reach the"
+        " caller of the call they come during (default: info)",
+    )
+    mcp_bridge.add_argument(
         "server_command",
         nargs=argparse.REMAINDER,
         metavar="-- COMMAND...",

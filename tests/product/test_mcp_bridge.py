@@ -283,6 +283,10 @@ async def test_the_cli_bridges_a_server_from_an_mcp_servers_config_with_env(
         (["--config", "{config}"], "has several servers: choose one with --server NAME"),
         (["--config", "{config}", "--server", "nope"], "no server 'nope' (it has one, two)"),
         (["-e", "TOKEN", "--", "x"], "error: -e 'TOKEN': expected KEY=VALUE"),
+        (
+            ["--root", "https://example.com/a", "--", "x"],
+            "error: --root 'https://example.com/a': a root is a path or a file:// URI",
+        ),
     ],
 )
 async def test_the_cli_says_what_is_wrong_with_a_config_or_env_option(
