@@ -55,6 +55,9 @@ NOT_OFFERED = {
     "trigger-sampling-request-async",
 }
 
+LONG_ENOUGH = {"duration": 7, "steps": 7}
+"""A call that outlasts server-everything's 5 s between simulated log records."""
+
 FORM = "Please provide inputs for the following fields:"
 """The question server-everything's elicitation tool asks."""
 
@@ -205,17 +208,19 @@ async def test_server_everythings_log_records_reach_the_caller_of_the_call_in_fl
         _bridge,
         manager,
     ):
-        # The server logs its first simulated record while it answers this call.
+        # A simulated record every 5 s from now on; a call of 7 s sees at least one.
+        toggled = await manager.execute_tool("toggle-simulated-logging", {}, timeout=30)
+        assert toggled.ok, toggled
         result = await manager.execute_tool(
-            "toggle-simulated-logging", {}, on_log=on_log, timeout=30
+            "trigger-long-running-operation", LONG_ENOUGH, on_log=on_log, timeout=60
         )
         assert result.ok, result
         with anyio.fail_after(30):
             await arrived.wait()
-    record, call = records[0]
+    record, _call = records[0]
     assert "evel" in record.message and "message" in record.message, record
     assert record.data is None
-    assert call.tool_name == "toggle-simulated-logging"
+    assert {call.tool_name for _record, call in records} == {"trigger-long-running-operation"}
 
 
 async def test_a_question_during_another_call_over_stdio_is_refused_not_crossed(
@@ -308,9 +313,9 @@ async def test_concurrent_questions_over_http_each_reach_their_own_caller(
     assert set(asked) == {"Grace Hopper", "Alan Turing"}
 
 
-@pytest.mark.skip(reason="needs the gateway's elicitation/sampling mapping (branch i27-gateway)")
+@pytest.mark.parametrize(("mode", "era"), [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")])
 async def test_server_everything_asks_an_mcp_client_through_gateway_bus_and_bridge(
-    mosquitto: Mosquitto, prefix: str
+    mosquitto: Mosquitto, prefix: str, mode: str, era: str
 ) -> None:
     asked: list[str] = []
     logged = anyio.Event()
@@ -338,14 +343,18 @@ async def test_server_everything_asks_an_mcp_client_through_gateway_bus_and_brid
             elicitation_callback=elicit,
             sampling_callback=sample,
             logging_callback=log,
+            log_level="debug",  # records come to a 2026-07-28 client that asks for them
+            mode=mode,
         ) as client,
     ):
+        assert client.protocol_version == era
         with anyio.fail_after(60):
             elicited = await client.call_tool("trigger-elicitation-request", {})
             sampled = await client.call_tool(
                 "trigger-sampling-request", {"prompt": "hi", "maxTokens": 5}
             )
             await client.call_tool("toggle-simulated-logging", {})
+            await client.call_tool("trigger-long-running-operation", LONG_ENOUGH)
             await logged.wait()
     assert not elicited.is_error, elicited
     assert "- Name: Katherine Johnson" in mcp_text(elicited)
