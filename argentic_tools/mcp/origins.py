@@ -19,7 +19,9 @@ the message on its read stream.
   ``tools/call``, belongs to that call; with none or several outstanding it belongs to
   none (never guessed). A call the caller cancelled counts as outstanding for
   :data:`CANCELLED_GRACE_SECONDS` more, since the server may not have seen the
-  cancellation yet.
+  cancellation yet. The bridge's ``subscriptions/listen`` (2026-07-28) stays open for
+  good and is not counted: each message of its stream names it (``_meta``
+  ``subscriptionId``), and such a message belongs to no call.
 
 A message that belongs to no call is refused (a request) or dropped (a log record),
 with the reason :data:`ORIGIN` gives.
@@ -36,6 +38,12 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._tools.context import ToolContext
+
+LISTEN = "subscriptions/listen"
+"""The long-lived request (2026-07-28) by which the bridge follows the server's changes."""
+
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+"""Where a message of a ``subscriptions/listen`` stream names it (in ``_meta``)."""
 
 CANCELLED_GRACE_SECONDS = 10.0
 """How long a cancelled ``tools/call`` still counts as outstanding over stdio."""
@@ -78,6 +86,8 @@ class WireOrder:
     def sent(self, message: types.JSONRPCMessage, sender: contextvars.Context) -> None:
         """A message the bridge wrote; ``sender`` is the context of the task that wrote it."""
         if isinstance(message, types.JSONRPCRequest):
+            if message.method == LISTEN:
+                return  # its events carry its subscription id: they name their request
             call = message.method == "tools/call"
             origin = sender.get(ORIGIN, OUTSIDE_ANY_CALL) if call else Origin(None)
             self._outstanding[message.id] = origin
@@ -96,6 +106,10 @@ class WireOrder:
                 self._outstanding.pop(message.id, None)
                 self._cancelled.pop(message.id, None)
             return OUTSIDE_ANY_CALL
+        params = getattr(message, "params", None)
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and SUBSCRIPTION_ID in meta:
+            return Origin(None, "it came on the bridge's subscription to the server's changes")
         now = self._clock()
         for request_id, until in list(self._cancelled.items()):
             if until <= now:

@@ -106,3 +106,17 @@ def test_context_with_sets_the_origin_in_a_copy_only() -> None:
     context = context_with(a)
     assert context.get(ORIGIN) is a
     assert ORIGIN.get().call is None
+
+
+def test_the_bridges_subscription_is_not_counted_and_its_events_belong_to_none() -> None:
+    order = WireOrder()
+    a = call("a")
+    sent_by(order, 1, "subscriptions/listen", None)
+    sent_by(order, 2, "tools/call", Origin(a))
+    assert order.received(LOG).call is a
+    event = types.JSONRPCNotification(
+        jsonrpc="2.0",
+        method="notifications/tools/list_changed",
+        params={"_meta": {"io.modelcontextprotocol/subscriptionId": 1}},
+    )
+    assert "subscription" in order.received(event).why
