@@ -416,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
         (
             "argentic-tools mcp bridge -- npx -y @modelcontextprotocol/server-everything",
             "argentic-tools mcp bridge --url http://127.0.0.1:8000/mcp",
+            "argentic-tools mcp bridge --root ~/site --server-log-level debug -- python server.py",
         ),
     )
     mcp_bridge.add_argument(
@@ -452,8 +453,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--server-log-level",
         default="info",
         choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
-        help="the least severe of the server's log records to ask for, which reach the"
-        " caller of the call they come during (default: info)",
+        metavar="LEVEL",
+        help="the least severe of the server's log records to ask for (debug, info, notice,"
+        " warning, error, ...); each reaches the caller of the call it comes during",
     )
     mcp_bridge.add_argument(
         "server_command",
