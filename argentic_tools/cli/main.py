@@ -340,6 +340,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.set_defaults(sync=history_command, log_level="WARNING")
 
+    from .tasks import add_tasks_arguments, tasks_command  # one block, as above
+
+    tasks = command(
+        "tasks",
+        "list, show, wait for or cancel the calls a call journal keeps",
+        (
+            "argentic-tools tasks list --journal calls.journal --status running",
+            "argentic-tools tasks show report-42 --journal calls.journal",
+            "argentic-tools tasks wait report-42 --journal calls.journal --timeout 600",
+            "argentic-tools tasks cancel report-42 --journal calls.journal",
+        ),
+    )
+    add_tasks_arguments(tasks)
+    tasks.set_defaults(run=tasks_command, log_level="WARNING")
+
     from .dashboard import add_dashboard_arguments, dashboard_command  # one block, as above
 
     dashboard = command(

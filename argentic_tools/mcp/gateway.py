@@ -271,6 +271,17 @@ class McpGateway:
             if self._refresh():
                 await self.notify_tools_changed()
 
+    async def run_input_rounds(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Own the 2026-07-28 calls waiting for their clients' input, until cancelled.
+
+        :meth:`serve_stdio` and :meth:`serve_http` run it; a gateway served another way
+        (the SDK's in-process client on :attr:`server`) runs it beside, or its
+        2026-07-28 clients' tools cannot ask them anything.
+        """
+        await self._rounds.run(task_status=task_status)
+
     async def notify_tools_changed(self) -> None:
         """Send ``notifications/tools/list_changed`` to every client that can receive it."""
         await self._bus.publish(ToolsListChanged())
@@ -451,7 +462,7 @@ class McpGateway:
 
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
-            await group.start(self._rounds.run)
+            await group.start(self.run_input_rounds)
             if stop is not None:
                 group.start_soon(self._stop_when_settled, stop, group.cancel_scope)
             stdin = await _cancellable_stdin()
@@ -510,7 +521,7 @@ class McpGateway:
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
-            await group.start(self._rounds.run)
+            await group.start(self.run_input_rounds)
             async with anyio.create_task_group() as http:
                 http.start_soon(server.serve)
                 with anyio.fail_after(STARTUP_SECONDS):

@@ -26,15 +26,19 @@ first looked up among those responses (answers given in advance).
 
 Questions go only to a client that declared the capability in the request's
 ``_meta`` (``elicitation``, ``sampling``, ``roots``); otherwise the tool gets
-:class:`~argentic_tools.AskNotSupportedError` at once. Log records ride the stream of
+:class:`~argentic_tools.AskNotSupportedError` at once, and when it lets that error end
+the call (error code ``ask_not_supported``), the request fails with the spec's -32021
+(``MissingRequiredClientCapability``, the capability in ``requiredCapabilities``); a
+tool that checks ``context.caller_can(...)`` first goes on. Log records ride the stream of
 the call's current request, at or above the ``io.modelcontextprotocol/logLevel`` of
 that request (none without it); records logged between two requests are sent with the
 next one (the last :data:`LOG_BACKLOG`).
 
 A call whose client does not come back within :data:`INPUT_WAIT_SECONDS` (the
 gateway's ``input_wait``) is abandoned: it is cancelled at the tool (``TOOL_CANCEL``),
-and its state is refused from then on. A client that cancels a round's request
-cancels the call.
+and its state is refused from then on. A call that ends while its client is away (its
+timeout) keeps its result for the client's next request, as long. A client that
+cancels a round's request cancels the call.
 """
 
 import collections
@@ -99,6 +103,8 @@ class PendingCall:
         self.round = 0
         self.result: ToolResult | None = None
         self.over = False
+        self.delivered = anyio.Event()
+        """Set once a request of the client got the result."""
         self.scope = anyio.CancelScope()
         self._advance = {key: dict(value) for key, value in advance.items() if _is_map(value)}
         self._open: dict[str, _Question] = {}
@@ -190,6 +196,7 @@ class PendingCall:
                 await _send_log(ctx, self._backlog.popleft())
             while True:
                 if self.result is not None:
+                    self.delivered.set()
                     return self.result
                 if self.over:
                     raise MCPError(code=types.INTERNAL_ERROR, message="the call was cancelled")
@@ -290,9 +297,8 @@ class InputRounds:
         self._group.start_soon(self._serve, call, work, name=f"mcp-input-call:{call.id[:6]}")
 
     def find(self, state: str) -> PendingCall | None:
-        """The call a (verified) ``requestState`` names, while it is in progress."""
-        call = self._calls.get(state.rsplit(".", 1)[0])
-        return None if call is None or call.over else call
+        """The call a (verified) ``requestState`` names (while it runs, or its result waits)."""
+        return self._calls.get(state.rsplit(".", 1)[0])
 
     async def _serve(self, call: PendingCall, work: Callable[[], Awaitable[ToolResult]]) -> None:
         result: ToolResult | None = None
@@ -302,6 +308,12 @@ class InputRounds:
                 with call.scope:
                     result = await work()
                 group.cancel_scope.cancel()
+            call.finish(result)
+            if result is not None:
+                # It ended while its client was away (its timeout, say): the result
+                # waits for the client's next request, as long as a question would.
+                with anyio.move_on_after(self.wait):
+                    await call.delivered.wait()
         finally:
             self._calls.pop(call.id, None)
             call.finish(result)

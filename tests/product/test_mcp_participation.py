@@ -21,7 +21,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.context import ClientRequestContext  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from argentic_tools import AskNotSupportedError, Topics  # noqa: E402
+from argentic_tools import AskNotSupportedError, ToolManager, Topics  # noqa: E402
 from argentic_tools.mcp.gateway import McpGateway  # noqa: E402
 from tests.support.brokers import Mosquitto  # noqa: E402
 from tests.support.clients import manager_for, messager_for  # noqa: E402
@@ -133,6 +133,18 @@ async def check_participation(client: Client, caller: Caller) -> None:
         assert text_of(await client.call_tool("ask_name", {})) == "no name (decline)"
         caller.will("cancel")
         assert text_of(await client.call_tool("ask_name", {})) == "no name (cancel)"
+        # Progress before and after a question (2026-07-28: on each round's request).
+        seen: list[float] = []
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            seen.append(progress)
+
+        caller.will("accept", name="Al")
+        reported = await client.call_tool(
+            "progress_and_question", {}, progress_callback=on_progress
+        )
+        assert text_of(reported) == "thanks Al"
+        assert seen[0] == 1 and seen[-1] == 2
         # Several questions, one after the other (2026-07-28: several rounds).
         caller.will("accept", name="Bo")
         caller.will("accept", colour="green")
@@ -240,21 +252,34 @@ async def test_a_client_without_capabilities_gives_the_tool_a_clear_error_at_onc
     ):
         with anyio.fail_after(30):
             for tool, capability in (("needs_model", "sampling"), ("ask_name", "elicitation")):
-                if mode == "legacy":
-                    # The handshake era: the tool's own error, as the call's one result.
-                    result = await client.call_tool(tool, {})
-                    assert result.is_error
-                    assert f"Tool '{tool}'" in text_of(result)
-                    assert "cannot" in text_of(result)
-                elif reports_the_missing_kind():
+                if mode == "auto" and reports_the_missing_kind():
                     # 2026-07-28: the spec's error for a capability the client did not declare.
                     with pytest.raises(MCPError) as missing:
                         await client.call_tool(tool, {})
                     error = missing.value.error
                     assert error.code == types.MISSING_REQUIRED_CLIENT_CAPABILITY
                     assert error.data == {"requiredCapabilities": {capability: {}}}
+                else:
+                    # The tool's own error, as the call's one result (in 2026-07-28 too
+                    # while the core does not say which question could not be asked).
+                    result = await client.call_tool(tool, {})
+                    assert result.is_error
+                    assert f"Tool '{tool}'" in text_of(result)
+                    assert "cannot" in text_of(result)
             # The session goes on: the next call gets its own result.
             assert text_of(await client.call_tool("chatty", {})) == "logged"
+
+
+@asynccontextmanager
+async def fleet_manager(mosquitto: Mosquitto, prefix: str) -> AsyncIterator[ToolManager]:
+    """A manager in this process that sees the participating tools."""
+    topics = Topics.with_prefix(prefix)
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics) as manager,
+    ):
+        await manager.wait_for_tool("ask_name", timeout=15)
+        yield manager
 
 
 @asynccontextmanager
@@ -262,13 +287,7 @@ async def modern_client(
     mosquitto: Mosquitto, prefix: str, caller: Caller, **options: Any
 ) -> AsyncIterator[Client]:
     """A 2026-07-28 client of a gateway served over HTTP from this process."""
-    topics = Topics.with_prefix(prefix)
-    async with (
-        messager_for(mosquitto.url, topics) as messager,
-        manager_for(messager, topics) as manager,
-        anyio.create_task_group() as group,
-    ):
-        await manager.wait_for_tool("ask_name", timeout=15)
+    async with fleet_manager(mosquitto, prefix) as manager, anyio.create_task_group() as group:
         stop = anyio.Event()
         gateway = McpGateway(manager, **options)
         port = await group.start(
@@ -347,6 +366,33 @@ async def test_a_call_whose_client_does_not_come_back_is_cancelled_at_the_tool(
             assert over.value.error.code == types.INVALID_PARAMS
 
 
+async def test_a_client_that_cancels_its_call_cancels_it_at_the_tool(
+    mosquitto: Mosquitto,
+    part_prefix: str,
+    participating_tools: ToolProcess,
+    tmp_path: pathlib.Path,
+) -> None:
+    caller = Caller()  # it declares every capability: the call may ask, so it runs in rounds
+    async with modern_client(mosquitto, part_prefix, caller) as client:
+        started = anyio.Event()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            started.set()
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+
+                async def call() -> None:
+                    arguments = {"label": "gone", "directory": str(tmp_path)}
+                    await client.call_tool("slow", arguments, progress_callback=on_progress)
+
+                group.start_soon(call)
+                await started.wait()
+                group.cancel_scope.cancel()
+            while not (tmp_path / "gone.stopped").exists():
+                await anyio.sleep(0.05)
+
+
 async def test_an_answer_given_in_advance_is_used_without_a_round(
     mosquitto: Mosquitto, part_prefix: str, participating_tools: ToolProcess
 ) -> None:
@@ -363,3 +409,20 @@ async def test_an_answer_given_in_advance_is_used_without_a_round(
             assert isinstance(result, types.CallToolResult)
             assert text_of(result) == "hello Fa"
             assert caller.questions == []
+
+
+async def test_a_gateway_served_in_process_asks_once_it_runs_its_input_rounds(
+    mosquitto: Mosquitto, part_prefix: str, participating_tools: ToolProcess
+) -> None:
+    caller = Caller()
+    async with (
+        fleet_manager(mosquitto, part_prefix) as manager,
+        anyio.create_task_group() as group,
+    ):
+        gateway = McpGateway(manager)
+        await group.start(gateway.run_input_rounds)
+        async with caller.client(gateway.server, "auto") as client:
+            with anyio.fail_after(30):
+                caller.will("accept", name="Gus")
+                assert text_of(await client.call_tool("ask_name", {})) == "hello Gus"
+        group.cancel_scope.cancel()

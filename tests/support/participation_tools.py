@@ -50,6 +50,28 @@ async def ask_name(context: ToolContext, label: str = "", directory: str = "") -
 
 
 @tool
+async def progress_and_question(context: ToolContext) -> str:
+    """Report progress, ask the user's name, report progress again."""
+    await context.report_progress(1, 2, "asking")
+    name = await context.elicit("What is your name?", NAME_SCHEMA)
+    await context.report_progress(2, 2, "answered")
+    return f"thanks {name.data.get('name')}"
+
+
+@tool
+async def slow(context: ToolContext, label: str, directory: str) -> str:
+    """Report progress every 0.1 s for a minute; ``<label>.stopped`` when cancelled."""
+    try:
+        for step in range(600):
+            await context.report_progress(step + 1, 600)
+            await anyio.sleep(0.1)
+    except anyio.get_cancelled_exc_class():
+        mark(directory, f"{label}.stopped")
+        raise
+    return "finished"
+
+
+@tool
 async def two_questions(context: ToolContext) -> str:
     """Ask the user's name, then their favourite colour."""
     name = await context.elicit("What is your name?", NAME_SCHEMA)
@@ -114,6 +136,8 @@ def confirm_delete(context: ToolContext, what: str) -> str:
 
 TOOLS = [
     ask_name,
+    progress_and_question,
+    slow,
     two_questions,
     name_and_summary,
     summarise,

@@ -146,3 +146,30 @@ def test_an_unanswerable_question_becomes_the_missing_capability_error() -> None
     )
     assert missing_capability(other) is None
     assert missing_capability(result(1)) is None
+
+
+async def test_a_result_that_comes_while_the_client_is_away_waits_for_its_next_request() -> None:
+    rounds = InputRounds(wait=30)
+    call = PendingCall(EVERYTHING, {})
+    ended = anyio.Event()
+
+    async def work() -> TaskResultMessage:
+        with anyio.move_on_after(0.1):  # the call's own timeout, say, while it waits
+            await call.ask(ELICIT, QUESTION, None)
+        ended.set()
+        return result("timed out")
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            await group.start(rounds.run)
+            rounds.start(call, work)
+            first = await call.next_round(request())
+            assert isinstance(first, types.InputRequiredResult)
+            await ended.wait()
+            found = rounds.find(first.request_state or "")
+            assert found is call
+            late = await found.next_round(request())
+            assert isinstance(late, TaskResultMessage) and late.result == "timed out"
+            while rounds.pending:
+                await anyio.sleep(0.01)
+            group.cancel_scope.cancel()
