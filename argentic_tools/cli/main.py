@@ -470,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
         (
             "argentic-tools mcp bridge -- npx -y @modelcontextprotocol/server-everything",
             "argentic-tools mcp bridge --url http://127.0.0.1:8000/mcp",
+            "argentic-tools mcp bridge --root ~/site --server-log-level debug -- python server.py",
         ),
     )
     mcp_bridge.add_argument(
@@ -493,6 +494,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_bridge.add_argument(
         "--server", default=None, metavar="NAME", help="which server of --config to bridge"
+    )
+    mcp_bridge.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="PATH_OR_URI",
+        help="a root the server may work in (repeatable): a directory or a file:// URI;"
+        " the bridge answers the server's roots/list with them (none: no roots declared)",
+    )
+    mcp_bridge.add_argument(
+        "--server-log-level",
+        default="info",
+        choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
+        metavar="LEVEL",
+        help="the least severe of the server's log records to ask for (debug, info, notice,"
+        " warning, error, ...); each reaches the caller of the call it comes during",
     )
     mcp_bridge.add_argument(
         "server_command",
