@@ -34,13 +34,21 @@ from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_messag
 from agents.tool_context import ToolContext  # noqa: E402
 from agents.tracing import Span, Trace, TracingProcessor, set_trace_processors  # noqa: E402
 
-from argentic_tools import ThreadToolPolicy, ToolManager, Topics  # noqa: E402
+from argentic_tools import (  # noqa: E402
+    CallRef,
+    ElicitRequest,
+    ThreadToolPolicy,
+    ToolManager,
+    ToolService,
+    Topics,
+    tool,
+)
 from argentic_tools.integrations.openai_agents import PROGRESS_SPAN, FleetTools  # noqa: E402
 from tests.support.brokers import Mosquitto  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-NAMES = ("echo", "whoami", "steps", "chunks", "tiny_image", "mixed", "count")
+NAMES = ("echo", "fail", "whoami", "steps", "chunks", "tiny_image", "mixed", "count", "ask_name")
 
 
 @pytest.fixture(scope="module")
@@ -116,22 +124,24 @@ async def test_the_schema_is_strict_and_a_null_for_an_optional_parameter_means_i
     assert result.final_output == "1"
 
 
-async def test_invalid_arguments_reach_the_model_as_an_error_it_reads(
+async def test_invalid_arguments_and_failures_reach_the_model_as_errors_it_reads(
     fleet: ToolManager,
 ) -> None:
     model = ScriptedModel(
         [
             [function_call("echo", {"message": 42}, call_id="c1")],
             [function_call("echo", "not json", call_id="c2")],
+            [function_call("fail", {"reason": "no disk"}, call_id="c3")],
             ModelStep.respond(answer_with_output),
         ]
     )
     agent = Agent(name="a", model=model, tools=FleetTools(fleet).tools())
     with anyio.fail_after(30):
         result = await Runner.run(agent, "echo", run_config=config())
-    invalid, unparsable = tool_outputs(result.new_items)
+    invalid, unparsable, failed = tool_outputs(result.new_items)
     assert "Tool 'echo': invalid arguments" in invalid and "$.message" in invalid
     assert "not valid JSON" in unparsable
+    assert "failing on purpose: no disk" in failed
     model.assert_complete()
 
 
@@ -306,3 +316,58 @@ async def test_a_tool_that_needs_approval_interrupts_the_run_until_approved(
         state.approve(first.interruptions[0])
         resumed = await Runner.run(agent, state, run_config=config())
     assert int(resumed.final_output) >= 1
+
+
+@tool
+def late_joiner() -> str:
+    """A tool that joins the fleet after the agent was built."""
+    return "joined"
+
+
+async def test_the_tools_follow_the_registry_between_runs(
+    mosquitto: Mosquitto, fleet_topics: Topics, fleet: ToolManager
+) -> None:
+    fleet_tools = FleetTools(fleet)
+    assert "late_joiner" not in [t.name for t in fleet_tools.tools()]
+    model = ScriptedModel(
+        [
+            [function_call("late_joiner", {}, call_id="c1")],
+            ModelStep.respond(answer_with_output),
+            [assistant_message("nothing to call")],
+        ]
+    )
+    with anyio.fail_after(30):
+        async with ToolService(mosquitto.url, [late_joiner], topics=fleet_topics):
+            info = await fleet.wait_for_tool("late_joiner", timeout=15)
+            agent = Agent(name="a", model=model, tools=fleet_tools.tools())
+            joined = await Runner.run(agent, "call the new one", run_config=config())
+        await fleet.wait_for_tool_removed(info.id, timeout=15)
+        await Runner.run(agent, "and now?", run_config=config())
+    assert joined.final_output == "joined"
+    # The agent still holds the tool; its is_enabled hides it once it left.
+    assert "late_joiner" not in [t.name for t in model.calls[-1].tools]
+    assert "echo" in [t.name for t in model.calls[-1].tools]
+
+
+async def test_a_tools_question_is_answered_by_the_on_elicit_handler(fleet: ToolManager) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    def on_elicit(request: ElicitRequest, call: CallRef) -> dict[str, Any]:
+        asked.append((request.message, call.call_id))
+        return {"action": "accept", "content": {"name": "Ann"}}
+
+    model = ScriptedModel(
+        [
+            [function_call("ask_name", {"label": "x"}, call_id="c1")],
+            ModelStep.respond(answer_with_output),
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=FleetTools(fleet, on_elicit=on_elicit).tools())
+    with anyio.fail_after(30):
+        result = await Runner.run(agent, "who", run_config=config())
+    assert asked == [("Who are you? (x)", "c1")]
+    assert json.loads(result.final_output) == {
+        "action": "accept",
+        "data": {"name": "Ann"},
+        "label": "x",
+    }

@@ -39,7 +39,15 @@ from pydantic_ai import (  # noqa: E402 - the framework is imported only when it
 from pydantic_ai.messages import AgentStreamEvent  # noqa: E402
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel  # noqa: E402
 
-from argentic_tools import ThreadToolPolicy, ToolManager, Topics  # noqa: E402
+from argentic_tools import (  # noqa: E402
+    CallRef,
+    ElicitRequest,
+    ThreadToolPolicy,
+    ToolManager,
+    ToolService,
+    Topics,
+    tool,
+)
 from argentic_tools.integrations.pydantic_ai import (  # noqa: E402
     FleetChunkEvent,
     FleetLogEvent,
@@ -50,7 +58,18 @@ from tests.support.brokers import Mosquitto  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-NAMES = ("echo", "fail", "whoami", "steps", "chunks", "chatty", "tiny_image", "mixed", "count")
+NAMES = (
+    "echo",
+    "fail",
+    "whoami",
+    "steps",
+    "chunks",
+    "chatty",
+    "tiny_image",
+    "mixed",
+    "count",
+    "ask_name",
+)
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
 
@@ -288,3 +307,46 @@ async def test_a_tool_that_needs_approval_is_deferred_until_approved(fleet: Tool
             message_history=first.all_messages(), deferred_tool_results=approved
         )
     assert isinstance(resumed.output, str) and int(resumed.output) >= 1
+
+
+@tool
+def late_joiner() -> str:
+    """A tool that joins the fleet after the agent was built."""
+    return "joined"
+
+
+def answer(text: str) -> Step:
+    return lambda _messages, _info: ModelResponse(parts=[TextPart(text)])
+
+
+async def test_the_toolset_follows_tools_joining_and_leaving(
+    mosquitto: Mosquitto, fleet_topics: Topics, fleet: ToolManager
+) -> None:
+    script = Script(answer("before"), call("late_joiner", {}, "c1"), repeat_return, answer("after"))
+    agent = Agent(script.model(), toolsets=[FleetToolset(fleet)])
+    with anyio.fail_after(30):
+        await agent.run("before")
+        async with ToolService(mosquitto.url, [late_joiner], topics=fleet_topics):
+            info = await fleet.wait_for_tool("late_joiner", timeout=15)
+            joined = await agent.run("call the new one")
+        await fleet.wait_for_tool_removed(info.id, timeout=15)
+        await agent.run("after")
+    before, during, _, after = ([t.name for t in i.function_tools] for i in script.infos)
+    assert "late_joiner" not in before and "late_joiner" not in after
+    assert "late_joiner" in during
+    assert joined.output == "joined"
+
+
+async def test_a_tools_question_is_answered_by_the_on_elicit_handler(fleet: ToolManager) -> None:
+    asked: list[tuple[str, str | None]] = []
+
+    def on_elicit(request: ElicitRequest, call_ref: CallRef) -> dict[str, Any]:
+        asked.append((request.message, call_ref.call_id))
+        return {"action": "accept", "content": {"name": "Ann"}}
+
+    script = Script(call("ask_name", {"label": "x"}, "c1"), repeat_return)
+    agent = Agent(script.model(), toolsets=[FleetToolset(fleet, on_elicit=on_elicit)])
+    with anyio.fail_after(30):
+        result = await agent.run("who")
+    assert asked == [("Who are you? (x)", "c1")]
+    assert json.loads(result.output) == {"action": "accept", "data": {"name": "Ann"}, "label": "x"}
