@@ -28,6 +28,7 @@ from agents import (  # noqa: E402 - the framework is imported only when its tes
     RunConfig,
     Runner,
     ToolCallOutputItem,
+    ToolOutputFileContent,
     ToolOutputImage,
 )
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call  # noqa: E402
@@ -48,7 +49,19 @@ from tests.support.brokers import Mosquitto  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-NAMES = ("echo", "fail", "whoami", "steps", "chunks", "tiny_image", "mixed", "count", "ask_name")
+NAMES = (
+    "echo",
+    "fail",
+    "whoami",
+    "steps",
+    "chunks",
+    "tiny_image",
+    "mixed",
+    "blob",
+    "beep",
+    "count",
+    "ask_name",
+)
 
 
 @pytest.fixture(scope="module")
@@ -371,3 +384,22 @@ async def test_a_tools_question_is_answered_by_the_on_elicit_handler(fleet: Tool
         "data": {"name": "Ann"},
         "label": "x",
     }
+
+
+async def test_a_binary_resource_is_a_file_output_and_audio_its_rendering(
+    fleet: ToolManager,
+) -> None:
+    model = ScriptedModel(
+        [
+            [function_call("blob", {}, call_id="c1")],
+            [function_call("beep", {}, call_id="c2")],
+            [assistant_message("heard")],
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=FleetTools(fleet, thread_id="t").tools())
+    with anyio.fail_after(30):
+        result = await Runner.run(agent, "files", run_config=config())
+    (blob,), (beep,) = tool_outputs(result.new_items)
+    assert isinstance(blob, ToolOutputFileContent) and blob.filename == "data.bin"
+    assert blob.file_data == "data:application/octet-stream;base64,AAECAwQFBgcICQoLDA0ODw=="
+    assert beep.type == "text" and beep.text.startswith("[audio: audio/wav, ")

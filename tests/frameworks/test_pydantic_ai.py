@@ -24,6 +24,7 @@ skip_unless_frameworks()
 
 from pydantic_ai import (  # noqa: E402 - the framework is imported only when its tests run
     Agent,
+    BinaryContent,
     BinaryImage,
     DeferredToolRequests,
     DeferredToolResults,
@@ -67,6 +68,8 @@ NAMES = (
     "chatty",
     "tiny_image",
     "mixed",
+    "blob",
+    "beep",
     "count",
     "ask_name",
 )
@@ -93,6 +96,11 @@ def call(name: str, arguments: dict[str, Any], call_id: str) -> Step:
     )
 
 
+def answer(text: str) -> Step:
+    """A step: the model answers ``text``."""
+    return lambda _messages, _info: ModelResponse(parts=[TextPart(text)])
+
+
 def last_returns(messages: list[ModelMessage]) -> list[Any]:
     """What the last request brought the model: tool returns and retry prompts."""
     request = messages[-1]
@@ -107,6 +115,16 @@ def repeat_return(messages: list[ModelMessage], _info: AgentInfo) -> ModelRespon
     return ModelResponse(
         parts=[TextPart(content if isinstance(content, str) else json.dumps(content))]
     )
+
+
+def noting(returned: list[Any], then: Step) -> Step:
+    """A step that keeps what the tools returned, then does ``then``."""
+
+    def step(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned.extend(part.content for part in last_returns(messages))
+        return then(messages, info)
+
+    return step
 
 
 class Script:
@@ -274,15 +292,11 @@ async def test_a_run_cancelled_mid_call_stops_the_tool(
 async def test_an_image_result_reaches_the_model_as_a_binary_image(fleet: ToolManager) -> None:
     returned: list[Any] = []
 
-    def keep(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returned.extend(part.content for part in last_returns(messages))
-        return call("mixed", {}, "c2")(messages, info)
-
-    def finish(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        returned.extend(part.content for part in last_returns(messages))
-        return ModelResponse(parts=[TextPart("seen")])
-
-    script = Script(call("tiny_image", {}, "c1"), keep, finish)
+    script = Script(
+        call("tiny_image", {}, "c1"),
+        noting(returned, call("mixed", {}, "c2")),
+        noting(returned, answer("seen")),
+    )
     agent = Agent(script.model(), toolsets=[FleetToolset(fleet)])
     with anyio.fail_after(30):
         await agent.run("show")
@@ -313,10 +327,6 @@ async def test_a_tool_that_needs_approval_is_deferred_until_approved(fleet: Tool
 def late_joiner() -> str:
     """A tool that joins the fleet after the agent was built."""
     return "joined"
-
-
-def answer(text: str) -> Step:
-    return lambda _messages, _info: ModelResponse(parts=[TextPart(text)])
 
 
 async def test_the_toolset_follows_tools_joining_and_leaving(
@@ -350,3 +360,22 @@ async def test_a_tools_question_is_answered_by_the_on_elicit_handler(fleet: Tool
         result = await agent.run("who")
     assert asked == [("Who are you? (x)", "c1")]
     assert json.loads(result.output) == {"action": "accept", "data": {"name": "Ann"}, "label": "x"}
+
+
+async def test_audio_and_a_binary_resource_reach_the_model_as_binary_content(
+    fleet: ToolManager,
+) -> None:
+    returned: list[Any] = []
+
+    script = Script(
+        call("blob", {}, "c1"),
+        noting(returned, call("beep", {}, "c2")),
+        noting(returned, answer("heard")),
+    )
+    agent = Agent(script.model(), toolsets=[FleetToolset(fleet, thread_id="t")])
+    with anyio.fail_after(30):
+        await agent.run("files")
+    blob, beep = returned
+    assert isinstance(blob, BinaryContent) and blob.data == bytes(range(16))
+    assert blob.media_type == "application/octet-stream"
+    assert isinstance(beep, BinaryContent) and beep.media_type == "audio/wav"

@@ -8,6 +8,7 @@ test module (:func:`fleet_processes`); each test gets its own manager on their t
 import contextlib
 import os
 import pathlib
+import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
@@ -16,8 +17,9 @@ import anyio
 import pytest
 
 from argentic_tools import ToolManager, Topics
+from tests.support.brokers import uncovered_env
 from tests.support.clients import manager_with_tools
-from tests.support.processes import ToolProcess
+from tests.support.processes import ROOT, ToolProcess
 
 FLEET_MODULES = (
     "tests.support.tool_proc",
@@ -37,13 +39,29 @@ def skip_unless_frameworks() -> None:
         )
 
 
+class FleetProcess(ToolProcess):
+    """A tool process serving a whole test module: without coverage (``make test-frameworks``
+    measures the integrations, which run in the test's process) and with its output
+    dropped (a pipe nobody reads would stop it once full)."""
+
+    def __enter__(self) -> "FleetProcess":
+        self.process = subprocess.Popen(
+            self.args,
+            cwd=ROOT,
+            env=uncovered_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        return self
+
+
 @contextlib.contextmanager
 def fleet_processes(url: str) -> Iterator[Topics]:
     """The test tool processes on a fresh prefix of the broker at ``url``; yields the topics."""
     prefix = f"f{uuid.uuid4().hex[:10]}"
     with contextlib.ExitStack() as stack:
         for module in FLEET_MODULES:
-            stack.enter_context(ToolProcess(module, url, prefix))
+            stack.enter_context(FleetProcess(module, url, prefix))
         yield Topics.with_prefix(prefix)
 
 
