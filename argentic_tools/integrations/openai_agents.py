@@ -137,6 +137,8 @@ class FleetTools:
         self.settings = CallSettings(
             timeout, idle_timeout, max_duration, user_id, on_elicit, on_sample, on_log, on_roots
         )
+        self._names: frozenset[str] = frozenset()
+        self._names_version = -1
 
     def tools(self) -> list[Tool]:
         """One ``FunctionTool`` per tool registered now (enabled for the thread, tagged)."""
@@ -150,8 +152,7 @@ class FleetTools:
             return await self._invoke(tool, context, arguments)
 
         async def enabled(run_context: RunContextWrapper[Any], agent: Any) -> bool:
-            infos = self.manager.get_available_tools(self._thread(None), self.tags)
-            return any(info.name == tool.info.name for info in infos)
+            return self._offered(tool.info.name, self._thread(None))
 
         return FunctionTool(
             name=tool.name,
@@ -162,6 +163,17 @@ class FleetTools:
             is_enabled=enabled,
             needs_approval=approves(self.needs_approval, tool.info),
         )
+
+    def _offered(self, name: str, thread_id: str | None) -> bool:
+        """Whether ``name`` is registered and enabled for ``thread_id``.
+
+        Every tool asks before every turn: the names are read again only when the
+        registry changed.
+        """
+        version = self.manager.registry_version
+        if version != self._names_version:
+            self._names, self._names_version = frozenset(self.manager.get_tool_names()), version
+        return name in self._names and self.manager.policy.is_enabled(name, thread_id)
 
     def _thread(self, context: ToolContext[Any] | None) -> str | None:
         if self.thread_id is not None:

@@ -183,6 +183,15 @@ async def test_a_plain_call_reaches_the_tool_and_its_result_the_model(fleet: Too
     assert "echo" in [tool.name for tool in script.infos[0].function_tools]
 
 
+async def test_a_null_for_an_optional_parameter_means_its_default(fleet: ToolManager) -> None:
+    arguments = {"count": 1, "interval": 0, "label": None, "directory": None}
+    script = Script(call("steps", arguments, "c1"), repeat_return)
+    agent = Agent(script.model(), toolsets=[FleetToolset(fleet)])
+    with anyio.fail_after(30):
+        result = await agent.run("one step")
+    assert result.output == "1"
+
+
 async def test_invalid_arguments_ask_the_model_to_retry_and_a_failure_is_final(
     fleet: ToolManager,
 ) -> None:
