@@ -63,6 +63,9 @@ class ElicitRequest(WireModel):
     """The question, for people."""
     requested_schema: dict[str, Any] = Field(alias="requestedSchema")
     """The answer's shape: ``{"type": "object", "properties": {...}, "required": [...]}``."""
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    """MCP's ``_meta``, passed through (``argentic/input_key`` names the question in a
+    2026-07-28 ``input_required`` result)."""
 
 
 class ElicitResult(WireModel):
@@ -127,6 +130,9 @@ class SampleRequest(WireModel):
     """Context from the caller's other conversations the tool would like included."""
     metadata: dict[str, Any] | None = None
     """Provider-specific metadata, passed through."""
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    """MCP's ``_meta``, passed through (``argentic/input_key`` names the question in a
+    2026-07-28 ``input_required`` result)."""
 
 
 class SampleResult(WireModel):
