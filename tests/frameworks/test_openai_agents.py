@@ -38,6 +38,7 @@ from agents.tracing import Span, Trace, TracingProcessor, set_trace_processors  
 from argentic_tools import (  # noqa: E402
     CallRef,
     ElicitRequest,
+    LogRecord,
     ThreadToolPolicy,
     ToolManager,
     ToolService,
@@ -403,3 +404,22 @@ async def test_a_binary_resource_is_a_file_output_and_audio_its_rendering(
     assert isinstance(blob, ToolOutputFileContent) and blob.filename == "data.bin"
     assert blob.file_data == "data:application/octet-stream;base64,AAECAwQFBgcICQoLDA0ODw=="
     assert beep.type == "text" and beep.text.startswith("[audio: audio/wav, ")
+
+
+async def test_a_tools_log_records_reach_the_on_log_handler(fleet: ToolManager) -> None:
+    records: list[tuple[str | None, str, Any]] = []
+
+    def on_log(record: LogRecord, call: CallRef) -> None:
+        records.append((call.call_id, record.message, record.data))
+
+    model = ScriptedModel(
+        [
+            [function_call("chatty", {"count": 2}, call_id="c1")],
+            ModelStep.respond(answer_with_output),
+        ]
+    )
+    agent = Agent(name="a", model=model, tools=FleetTools(fleet, on_log=on_log).tools())
+    with anyio.fail_after(30):
+        result = await Runner.run(agent, "talk", run_config=config())
+    assert result.final_output == "2"
+    assert records == [("c1", "record 0", {"i": 0}), ("c1", "record 1", {"i": 1})]

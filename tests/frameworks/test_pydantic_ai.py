@@ -43,6 +43,7 @@ from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel 
 from argentic_tools import (  # noqa: E402
     CallRef,
     ElicitRequest,
+    LogRecord,
     ThreadToolPolicy,
     ToolManager,
     ToolService,
@@ -261,7 +262,12 @@ async def test_progress_chunks_and_logs_reach_the_runs_event_stream(fleet: ToolM
         lambda _m, _i: ModelResponse(parts=[TextPart("done")]),
     )
     events = Events()
-    agent = Agent(script.model(), toolsets=[FleetToolset(fleet)])
+    records: list[tuple[str | None, str]] = []
+
+    def on_log(record: LogRecord, call_ref: CallRef) -> None:
+        records.append((call_ref.call_id, record.message))
+
+    agent = Agent(script.model(), toolsets=[FleetToolset(fleet, on_log=on_log)])
     with anyio.fail_after(30):
         await agent.run("work", event_stream_handler=events)
     progress = events.of(FleetProgressEvent)
@@ -280,6 +286,7 @@ async def test_progress_chunks_and_logs_reach_the_runs_event_stream(fleet: ToolM
         ("l1", "record 0", {"i": 0}),
         ("l1", "record 1", {"i": 1}),
     ]
+    assert records == [("l1", "record 0"), ("l1", "record 1")]
 
 
 async def test_a_run_cancelled_mid_call_stops_the_tool(
