@@ -31,6 +31,7 @@
   tool-call id.
 """
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -212,7 +213,7 @@ class FleetToolset(AbstractToolset[Any]):
             if self.on_log is not None:
                 await maybe_await(self.on_log(record, call))
 
-        settings = CallSettings(**{**self.settings.__dict__, "on_log": log})
+        settings = dataclasses.replace(self.settings, on_log=log)
         result = await run_call(
             self.manager,
             tool_name,
