@@ -26,7 +26,10 @@ BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
 
 SERVED = [block for block in BLOCKS if re.match(r"# \w+\.py\n", block)]
 """Blocks that are tool processes (``# my_tools.py`` ...): saved and served as such."""
-SCRIPTS = [block for block in BLOCKS if block not in SERVED]
+FRAMEWORKS = README.read_text().partition("\n## Native tools in agent frameworks\n")[2]
+FRAMEWORKS = FRAMEWORKS.split("\n## ", 1)[0]
+"""The section whose examples run in ``tests/frameworks`` (each needs its framework)."""
+SCRIPTS = [block for block in BLOCKS if block not in SERVED and block not in FRAMEWORKS]
 """Blocks that are agents: run as scripts, in order."""
 
 

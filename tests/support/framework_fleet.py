@@ -1,0 +1,78 @@
+"""The fleet the agent-framework tests call: four real tool processes on one prefix.
+
+``tests.support.tool_proc`` (plain calls, errors, the call's context),
+``tests.support.long_proc`` (progress, chunks, cancellation marks),
+``tests.support.media_tools`` (images) and ``tests.support.asking_proc`` (questions).
+"""
+
+import contextlib
+import pathlib
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import anyio
+
+from tests.support import asking_proc
+from tests.support.brokers import child_env, uncovered_env
+from tests.support.processes import ROOT, ToolProcess, serving
+
+PYTHON = r"```python\n(.*?)```"
+
+FLEET_TOOLS = {
+    "tests.support.tool_proc": ("echo", "whoami", "fail"),
+    "tests.support.long_proc": ("steps", "chunks"),
+    "tests.support.media_tools": ("tiny_image", "chart"),
+    "tests.support.asking_proc": asking_proc.NAMES,
+}
+"""Each process and the tools the tests wait for."""
+
+
+@contextlib.contextmanager
+def fleet(url: str, prefix: str) -> Iterator[list[ToolProcess]]:
+    """The four tool processes, once each has registered its tools."""
+    with contextlib.ExitStack() as stack:
+        yield [
+            stack.enter_context(serving(module, url, prefix, names))
+            for module, names in FLEET_TOOLS.items()
+        ]
+
+
+async def wait_for_mark(directory: pathlib.Path, name: str) -> None:
+    """Wait (bounded) until a tool process has left the file ``name`` in ``directory``."""
+    with anyio.fail_after(10):
+        while not (directory / name).exists():
+            await anyio.sleep(0.02)
+
+
+def run_readme_example(heading: str, url: str, directory: pathlib.Path) -> str:
+    """Run the Python block of the README section ``heading`` against ``url``, with the
+    README's ``my_tools.py`` served as its own process; return what it printed."""
+    readme = (ROOT / "README.md").read_text()
+    (tools,) = [b for b in re.findall(PYTHON, readme, flags=re.S) if b.startswith("# my_tools.py")]
+    section = readme.split(f"\n{heading}\n", 1)[1].split("\n#", 1)[0]
+    (block,) = re.findall(PYTHON, section, flags=re.S)
+    address = url.removeprefix("mqtt://")
+    (directory / "my_tools.py").write_text(tools)
+    served = subprocess.Popen(
+        [sys.executable, "my_tools.py", "--broker", url],
+        cwd=directory,
+        env=uncovered_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", block.replace("localhost:1883", address)],
+            cwd=directory,
+            env=child_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        served.terminate()
+        served.wait(timeout=20)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
