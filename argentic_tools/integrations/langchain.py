@@ -276,8 +276,12 @@ class FleetTool(BaseTool):
 
             return dispatch
 
+        # The writer reads the graph's config from the context; the tool's progress and log
+        # records are handled in the manager's tasks, outside it.
+        captured = contextvars.copy_context()
+
         async def write(event: dict[str, Any]) -> None:
-            writer({**event, **base})
+            captured.run(writer, {**event, **base})
 
         return write
 

@@ -35,16 +35,21 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 from pydantic import Field
 
-from argentic_tools import ToolManager, ToolService, Topics, tool
+from argentic_tools import ThreadToolPolicy, ToolManager, ToolService, Topics
 from argentic_tools.integrations.langchain import (
     PROGRESS_EVENT,
     FleetToolkit,
     langchain_tools,
 )
 from tests.support.brokers import Mosquitto
-from tests.support.clients import manager_with_tools
-from tests.support.framework_fleet import FLEET_TOOLS, fleet, run_readme_example, wait_for_mark
-from tests.support.media_tools import TINY_PNG
+from tests.support.langchain_llamaindex_fleet import (
+    fleet,
+    fleet_manager,
+    joined,
+    run_readme_example,
+    wait_for_mark,
+)
+from tests.support.media_tools import TINY_PNG, wav
 from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
@@ -128,10 +133,7 @@ def fleet_processes(mosquitto: Mosquitto, fleet_prefix: str) -> Iterator[list[To
 async def manager(
     mosquitto: Mosquitto, fleet_prefix: str, fleet_processes: list[ToolProcess]
 ) -> AsyncIterator[ToolManager]:
-    names = [name for names in FLEET_TOOLS.values() for name in names]
-    async with manager_with_tools(
-        mosquitto.url, Topics.with_prefix(fleet_prefix), names, default_timeout=10
-    ) as tool_manager:
+    async with fleet_manager(mosquitto.url, fleet_prefix) as tool_manager:
         yield tool_manager
 
 
@@ -157,6 +159,24 @@ async def test_a_graph_calls_fleet_tools_with_their_schemas_and_the_runs_thread(
     assert state["messages"][-1].content == f"the tool said: {who.content}"
 
 
+async def test_the_threads_policy_chooses_the_tools_and_checks_the_runs_calls(
+    manager: ToolManager,
+) -> None:
+    policy = ThreadToolPolicy()
+    policy.set_enabled_tools("narrow", ["echo"])
+    manager.policy = policy
+    assert [t.name for t in langchain_tools(manager, thread_id="narrow")] == ["echo"]
+    # Tools listed for another thread: the run's thread decides at the call.
+    model = ScriptedChatModel(script=[[call("whoami")]])
+    graph = react_graph(model, langchain_tools(manager))
+    config: RunnableConfig = {"configurable": {"thread_id": "narrow"}}
+    with anyio.fail_after(20):
+        state = await graph.ainvoke({"messages": [HumanMessage("go")]}, config)
+    (refused,) = tool_messages(state)
+    assert refused.status == "error"
+    assert "not enabled" in str(refused.content)
+
+
 async def test_an_invalid_call_reaches_the_model_as_an_error_tool_message(
     manager: ToolManager,
 ) -> None:
@@ -172,12 +192,16 @@ async def test_an_invalid_call_reaches_the_model_as_an_error_tool_message(
     assert state["messages"][-1].content == f"the tool said: {failing.content}"
 
 
-async def test_progress_and_chunks_appear_in_the_graphs_custom_stream(
+async def test_progress_chunks_and_logs_appear_in_the_graphs_custom_stream(
     manager: ToolManager,
 ) -> None:
-    model = ScriptedChatModel(
-        script=[[call("steps", count=3, interval=0.01), call("chunks", count=3, interval=0)]]
-    )
+    calls = [
+        call("steps", count=3, interval=0.01),
+        call("chunks", count=3, interval=0),
+        call("frames", count=1),
+        call("chatty", count=2),
+    ]
+    model = ScriptedChatModel(script=[calls])
     graph = react_graph(model, langchain_tools(manager))
     events: list[dict[str, Any]] = []
     with anyio.fail_after(20):
@@ -196,7 +220,12 @@ async def test_progress_and_chunks_appear_in_the_graphs_custom_stream(
     assert progress[-1] == (3, 3, "step 3 of 3", "call-0-0")
     assert progress == sorted(progress)
     chunks = [(e["chunk"], e["tool"]) for e in events if e["type"] == "chunk"]
-    assert chunks == [({"i": i}, "chunks") for i in range(3)]
+    assert [c for c in chunks if c[1] == "chunks"] == [({"i": i}, "chunks") for i in range(3)]
+    png = base64.b64encode(TINY_PNG).decode()
+    image = {"type": "image", "base64": png, "mime_type": "image/png"}
+    assert [c for c in chunks if c[1] == "frames"] == [(image, "frames")]
+    logs = [(e["record"]["message"], e["tool_call_id"]) for e in events if e["type"] == "log"]
+    assert logs == [("record 0", "call-0-3"), ("record 1", "call-0-3")]
 
 
 async def test_closing_a_graph_run_mid_call_stops_the_tool(
@@ -257,6 +286,27 @@ async def test_an_image_reaches_the_model_as_a_langchain_image_block(
     assert value == {"type": "text", "text": '{"width": 1, "height": 1}'}
     assert picture == {"type": "image", "base64": png, "mime_type": "image/png"}
     assert chart.artifact["structuredContent"] == {"width": 1, "height": 1}
+
+
+async def test_audio_and_binary_resources_reach_the_model_as_file_blocks(
+    manager: ToolManager,
+) -> None:
+    model = ScriptedChatModel(script=[[call("speaker"), call("blob")]])
+    with anyio.fail_after(20):
+        state = await react_graph(model, langchain_tools(manager)).ainvoke(
+            {"messages": [HumanMessage("go")]}
+        )
+    speaker, blob = tool_messages(state)
+    assert isinstance(speaker.content, list)
+    text, audio = speaker.content
+    assert text == {"type": "text", "text": "silence:"}
+    assert isinstance(audio, dict)
+    assert (audio["type"], audio["mime_type"]) == ("file", "audio/wav")
+    assert base64.b64decode(audio["base64"]) == wav()
+    data = base64.b64encode(bytes(range(16))).decode()
+    assert blob.content == [
+        {"type": "file", "base64": data, "mime_type": "application/octet-stream"}
+    ]
 
 
 async def test_a_tools_question_is_a_graph_interrupt_answered_with_command_resume(
@@ -328,12 +378,6 @@ async def test_a_tool_outside_a_graph_reports_progress_as_langchain_custom_event
     assert (message.content, message.status) == ("2", "success")
     with pytest.raises(NotImplementedError, match="asynchronously"):
         steps.invoke(tool_call)
-
-
-@tool
-def joined(text: str) -> str:
-    """Return ``text`` from a tool that joined the fleet late."""
-    return text
 
 
 async def test_the_toolkit_follows_tools_joining_and_leaving_the_fleet(
