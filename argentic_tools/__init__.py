@@ -22,12 +22,14 @@ from ._agent.fleet.info import ToolInfo
 from ._agent.manager import ToolManager
 from ._agent.policy import AllToolsEnabled, ThreadToolPolicy, ToolPolicy
 from ._agent.records.history import SqliteRecorder
+from ._agent.records.journal import CallJournal, JournaledCall
 from ._agent.records.observations import (
     InMemoryRecorder,
     JsonLinesRecorder,
     Observation,
     ObservationRecorder,
 )
+from ._agent.records.sqlite_journal import SqliteJournal
 from ._broker import EmbeddedBroker
 from ._errors import (
     AskError,
@@ -134,6 +136,7 @@ __all__ = [
     "BrokerURL",
     "BrokerUnavailableError",
     "CallContext",
+    "CallJournal",
     "CallRef",
     "CallerHandlers",
     "ClientOfflineMessage",
@@ -149,6 +152,7 @@ __all__ = [
     "InMemoryRecorder",
     "IncomingMessage",
     "InputValidationError",
+    "JournaledCall",
     "JsonLinesRecorder",
     "LogHandler",
     "LogLevel",
@@ -171,6 +175,7 @@ __all__ = [
     "SampleRequest",
     "SampleResult",
     "SamplingMessage",
+    "SqliteJournal",
     "SqliteRecorder",
     "StatsRequestMessage",
     "StreamInterruptedError",

@@ -18,7 +18,8 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Coroutine, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -43,11 +44,10 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import Messager
-from .calls.batch import SLICE, read_all, run_all
+from .calls.batch import run_batch
 from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.fleet_changes import apply_change
-from .calls.freezing import PROCESS_FREEZE
 from .calls.handlers import (
     CallerHandlers,
     ElicitHandler,
@@ -58,7 +58,7 @@ from .calls.handlers import (
 )
 from .calls.model_output import model_output
 from .calls.options import CallOptions, call_field, context_with
-from .calls.pending import Batch, CallSpec
+from .calls.pending import CallSpec
 from .calls.progress import BatchProgressCallback, ProgressCallback
 from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
 from .calls.streams import ToolStream
@@ -76,7 +76,9 @@ from .fleet.registry import (
 from .fleet.settling import Settling
 from .fleet.stats import FleetStats
 from .policy import AllToolsEnabled, ToolPolicy
+from .records.journal import CallJournal
 from .records.observations import ObservationPump, ObservationRecorder
+from .records.sqlite_journal import SqliteJournal
 from .responses import Responses
 
 logger = logging.getLogger("argentic_tools.manager")
@@ -110,21 +112,15 @@ class ToolManager(AsyncResource):
         recorder_close_timeout: Seconds closing the manager waits for the recorder
             to take the observations still queued; past it they are dropped, so a
             stuck recorder never hangs the shutdown.
-        private_replies: Tasks name the manager's own reply topic
-            (``{response_base}/{tool_id}/{client id}``) and tools answer there, so no
-            other manager receives this one's results; tools also answer its
-            announcement there. False: every result on ``{response_base}/{tool_id}``,
-            as before protocol 2 (for broker ACLs that let tools write only that topic).
+        private_replies: Tools answer on the manager's own reply topic
+            (``{response_base}/{tool_id}/{client id}``), so no other manager receives its
+            results. False: every result on ``{response_base}/{tool_id}``.
         tenant: Identify this manager by its broker user name, which the broker
             proves, instead of its client id, which any user can claim: tasks go out on
-            ``{call_base}/{tool_id}/{user}`` and results come back on
+            ``{call_base}/{tool_id}/{user}``, results come back on
             ``{response_base}/+/{user}``, for a broker ACL that lets each user write only
-            its own call level and read only its own inbox (mosquitto: ``pattern write
-            agent/tools/call/+/%u`` and ``pattern read agent/tools/response/+/%u``; see
-            ``docs/security.md``). Managers logged in as the same user share the inbox
-            and drop each other's results. Needs a user name and private replies; plain
-            Argentic tools, which listen on ``{call_base}/{tool_id}`` only, are not
-            reached.
+            its own call level and read only its own inbox (see ``docs/security.md``).
+            Needs a user name and private replies; plain Argentic tools are not reached.
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` from :meth:`async_init` (the ``[otel]``
             extra; see :func:`start_metrics_server`).
@@ -137,6 +133,9 @@ class ToolManager(AsyncResource):
         on_elicit, on_sample, on_log, on_roots: Every call's handlers for its tool's
             questions and log records, unless the call brings its own (see
             :meth:`execute_tool`).
+        journal: Keep every call until it ends in this :class:`CallJournal` (a path: a
+            :class:`SqliteJournal`), so that a manager started again with it waits for the
+            calls left running (:meth:`result`, :meth:`reattached`). Needs a stable client id.
 
     Example:
         >>> async with Messager("mqtt://localhost:1883") as messager:  # doctest: +SKIP
@@ -171,8 +170,16 @@ class ToolManager(AsyncResource):
         on_sample: SampleHandler | None = None,
         on_log: LogHandler | None = None,
         on_roots: RootsHandler | None = None,
+        journal: "CallJournal | str | Path | None" = None,
     ) -> None:
         self.messager = messager
+        if journal is not None and not messager.stable_id:
+            raise ValueError(
+                "ToolManager(journal=...) needs a stable client id (Messager(client_id=...)): "
+                "tools know a caller by it, and a restarted caller must be the same one"
+            )
+        self.journal = SqliteJournal(journal) if isinstance(journal, str | Path) else journal
+        """Where calls are kept until they end, to outlive this process (None: nowhere)."""
         self.handlers = CallerHandlers(on_elicit, on_sample, on_log, on_roots)
         """Handlers for every call's questions and log records, unless a call brings its own."""
         user = messager.username
@@ -261,7 +268,9 @@ class ToolManager(AsyncResource):
             self._pump,
             lambda: self._initialised,
             self._liveness,
+            self.journal,
         )
+        self._reattacher = self._runner.reattacher(lambda: self.handlers)
         self.recorder_close_timeout = recorder_close_timeout
         self._initialised = False
         self._fleet = (
@@ -284,6 +293,7 @@ class ToolManager(AsyncResource):
             None if self._fleet is None else self._fleet.answered,
             self._drops,
             self.logger,
+            None if self.journal is None else self._runner.noted,
         )
 
     # -- lifecycle ------------------------------------------------------------
@@ -312,6 +322,8 @@ class ToolManager(AsyncResource):
         if self.metrics_port is not None:
             self.metrics_port = start_metrics_server(self.metrics_port)
         try:
+            if self.journal is not None:
+                await self.journal.open()
             for topic in (self.topics.register, self.topics.owned_register_filter):
                 await self.messager.subscribe(topic, self._membership.on_register_topic)
             for topic in self._membership.addressed_filters:
@@ -323,6 +335,8 @@ class ToolManager(AsyncResource):
             self._settling.started()
             if self.inbox is not None:  # pongs come back to the inbox
                 self._presence.start()
+            if self._reattacher is not None:
+                await self._reattacher.start()
         except BaseException:
             # Leave nothing attached: a failed start is as if it never happened.
             with anyio.CancelScope(shield=True):
@@ -336,10 +350,12 @@ class ToolManager(AsyncResource):
             return
         self._initialised = False
         # Calls that reached their tools: tell each tool to stop, before the connection
-        # can close under the cancellations.
+        # can close under the cancellations (with a journal, they go on for the next one).
         for call in self._calls.pending.values():
-            if call.published and not call.future.done():
+            if call.published and not call.future.done() and self.journal is None:
                 self._delivery.cancel_at_tool(call, "the caller's ToolManager was closed")
+        if self._reattacher is not None:
+            await self._reattacher.close()
         self._calls.fail(lambda _: True, BrokerError("the ToolManager was closed"))
         await self._detach()
         self._membership.close()
@@ -350,6 +366,8 @@ class ToolManager(AsyncResource):
                 async with asyncio.timeout(self.recorder_close_timeout):
                     await self._pump.flush()
             await self._pump.close()
+        if self.journal is not None:
+            await self.journal.close()
 
     async def _detach(self) -> None:
         self.messager.remove_reconnect_hook(self._reconnected)
@@ -442,23 +460,21 @@ class ToolManager(AsyncResource):
                 :meth:`execute_tools` takes it); also what the policy checks.
             trace_id: The trace, put in ``context``.
             user_id: The user, put in ``context``.
-            on_elicit: Answers the tool's questions: ``on_elicit(request, call)`` returns an
-                :class:`ElicitResult` (accept, decline or cancel). Without it (and without
-                the manager's), a tool that asks gets ``AskNotSupportedError`` at once.
-            on_sample: Lends the tool the caller's model: ``on_sample(request, call)``
-                returns a :class:`SampleResult`.
-            on_log: Receives the tool's log records: ``on_log(record, call)``, in order.
-            on_roots: Names the caller's roots: ``on_roots(call)`` returns the roots.
-                Each handler may be a coroutine function; while a question waits for its
-                answer, ``idle_timeout`` does not run (``timeout``/``max_duration`` do).
+            on_elicit: Answers the tool's questions (``on_elicit(request, call)`` ->
+                :class:`ElicitResult`); without one, a tool that asks fails at once.
+            on_sample: Lends the caller's model (``on_sample(request, call)`` ->
+                :class:`SampleResult`). Each handler may be async; while a question
+                waits, ``idle_timeout`` does not run.
+            on_log: Receives log records (``on_log(record, call)``).
+            on_roots: Names the caller's roots (``on_roots(call)``).
 
         Returns:
             A :class:`TaskResultMessage` on success (its ``result`` the value, its
             ``content`` the tool's content blocks, typed, when it returned some);
             otherwise a :class:`TaskErrorMessage` whose ``error`` names the tool and the
-            cause and whose ``error_code`` is one of ``not_found``,
-            ``not_enabled``, ``invalid_arguments``, ``invalid_output``,
-            ``execution_error``, ``timeout``, ``tool_offline`` or ``cancelled``.
+            cause and whose ``error_code`` is one of ``not_found``, ``not_enabled``,
+            ``invalid_arguments``, ``invalid_output``, ``execution_error``,
+            ``ask_not_supported``, ``timeout``, ``tool_offline`` or ``cancelled``.
 
         """
         options = CallOptions(
@@ -517,15 +533,28 @@ class ToolManager(AsyncResource):
             given(on_elicit, on_sample, on_log, on_roots),
         )
         stream = ToolStream(self._call)
-        stream.spec = options.spec(
-            tool_name_or_id,
-            arguments,
-            self.default_timeout,
-            stream.chunk_arrived,
-            None,
-            self.handlers,
-        )
+        sink, wait = stream.chunk_arrived, self.default_timeout
+        stream.spec = options.spec(tool_name_or_id, arguments, wait, sink, None, self.handlers)
         return stream
+
+    async def result(self, task_id: str, timeout: float | None = None) -> ToolResult:
+        """The result of a journaled call, by ``task_id_override`` or task id.
+
+        Raises:
+            KeyError: The journal knows no such call, or none is being waited for.
+            TimeoutError: It has not ended within ``timeout`` seconds.
+
+        """
+        if self._reattacher is None:
+            raise KeyError(f"no journal: {task_id!r} cannot be looked up")
+        async with asyncio.timeout(timeout):
+            return await self._reattacher.result(task_id)
+
+    def reattached(self) -> AsyncIterator[ToolResult]:
+        """The results of the calls picked up from the journal at start, as each ends."""
+        if self._reattacher is None:
+            raise RuntimeError("this ToolManager has no journal")
+        return self._reattacher.results()
 
     async def cancel(self, task_id: str, reason: str | None = None) -> bool:
         """Cancel one pending call: its caller gets status ``cancelled`` and its tool stops.
@@ -602,32 +631,17 @@ class ToolManager(AsyncResource):
         )
 
     async def _batch(self, batch: Iterable[tuple[str, Any, CallOptions]]) -> list[ToolResult]:
-        """Run calls concurrently, each as :meth:`execute_tool` would; results in order.
-
-        Every call's settings are read before any starts (a slice per turn of the event
-        loop): a bad ``idle_timeout`` raises before anything is sent. ``batch`` is consumed
-        once, so without an overridden ``execute_tool`` the options of thousands of calls
-        are not kept while they run (their specs hold what is needed).
-        """
-        if type(self).execute_tool is not ToolManager.execute_tool:
-            # A subclass's own execute_tool sees every call, batched ones too, with the
-            # label and timeout by position as before (an override may rename them).
-            calls = list(batch)
-            for name, arguments, options in calls:
-                options.spec(name, arguments, self.default_timeout)  # raises for bad settings
-            return await run_all(self._overridden_call, calls)
-        shared = Batch()
-        specs = await read_all(
-            options.spec(name, arguments, self.default_timeout, None, shared, self.handlers)
-            for name, arguments, options in batch
+        """Run calls concurrently, each as :meth:`execute_tool` would; results in order."""
+        overridden = type(self).execute_tool is not ToolManager.execute_tool
+        return await run_batch(
+            batch,
+            self._call,
+            self._delivery.cancelling,
+            default_timeout=self.default_timeout,
+            default_handlers=self.handlers,
+            gc_freeze=self._gc_freeze,
+            overridden=self._overridden_call if overridden else None,
         )
-        # Each call runs as the runner's own coroutine, without an execute_tool frame
-        # around it (~0.35 KB a call): thousands at once are the case this serves. They
-        # start (and, if the batch is cancelled, end) a slice per turn of the event loop;
-        # cancelled, none is sent any more and their TOOL_CANCELs go out once all ended.
-        cancelling = functools.partial(self._delivery.cancelling, shared)
-        with PROCESS_FREEZE.for_batch(self._gc_freeze, len(specs), SLICE) as each_slice:
-            return await run_all(self._call, specs, cancelling, each_slice)
 
     def _overridden_call(
         self, call: tuple[str, Any, CallOptions]

@@ -44,7 +44,15 @@ from .pacing import PACE_SECONDS, RegistrationWindow
 from .served import ServedTool
 from .stats import ToolCounters
 from .status import StatusRouter
-from .task_record import DONE, RUNNING, TaskRecord, keep_until, local_deadline_from, record_key
+from .task_record import (
+    DEFAULT_RESULT_RETENTION,
+    DONE,
+    RUNNING,
+    TaskRecord,
+    keep_until,
+    local_deadline_from,
+    record_key,
+)
 
 logger = logging.getLogger("argentic_tools.tool")
 
@@ -67,6 +75,7 @@ class ToolEndpoint:
         max_concurrency: int | None = None,
         debug: bool = False,
         register_topic: str | None = None,
+        result_retention: float = DEFAULT_RESULT_RETENTION,
     ) -> None:
         self.tool = tool
         self.messager = messager
@@ -86,7 +95,7 @@ class ToolEndpoint:
         self._answered = asyncio.Event()
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._controls: dict[str, CallControl] = {}
-        self._recent = TaskRecord()
+        self._recent = TaskRecord(result_retention)
         self._drops = DropLog(logger)
         self._stopped = False
         self._registrations: dict[tuple[int, bool], bytes] = {}

@@ -23,6 +23,7 @@ from .._telemetry import start_metrics_server
 from .._transport import Messager
 from .definition import BaseTool, as_tool
 from .endpoint import ToolEndpoint, registration_topic
+from .task_record import DEFAULT_RESULT_RETENTION
 from .watchdog import DEFAULT_BLOCKED_LOOP_SECONDS, LoopWatchdog
 
 logger = logging.getLogger("argentic_tools.service")
@@ -61,6 +62,10 @@ class ToolService(AsyncResource):
         metrics_port: Serve the process's metrics for Prometheus on
             ``127.0.0.1:{metrics_port}`` when the service starts (the ``[otel]``
             extra; see :func:`start_metrics_server`).
+        result_retention: Seconds each finished call's reply is kept at least (64 KB a
+            reply and 64 MB in all at most), for a caller that comes back: a manager
+            restarted on its journal asks again for the calls it left, and gets the kept
+            reply instead of a second run.
         messager_options: Extra keyword arguments for the :class:`Messager`.
 
     """
@@ -79,6 +84,7 @@ class ToolService(AsyncResource):
         blocked_loop_threshold: float | None = DEFAULT_BLOCKED_LOOP_SECONDS,
         metrics_port: int | None = None,
         confirm_timeout: float = 1.0,
+        result_retention: float = DEFAULT_RESULT_RETENTION,
         **messager_options: Any,
     ) -> None:
         if not confirm_timeout > 0:
@@ -97,6 +103,7 @@ class ToolService(AsyncResource):
         self.tool_ids = dict(tool_ids or {})
         self.debug = debug
         self.grace_period = grace_period
+        self.result_retention = result_retention
         if isinstance(broker, Messager):
             self.messager = broker
             self._owns_messager = False
@@ -158,6 +165,7 @@ class ToolService(AsyncResource):
                     tool_id=self.tool_ids.get(item.name),
                     max_concurrency=self.max_concurrency,
                     debug=self.debug,
+                    result_retention=self.result_retention,
                 )
                 self.endpoints.append(endpoint)
             # Every tool listens before any registers: the registrations then go out in
@@ -323,7 +331,7 @@ def tls_params_from(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def add_service_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--max-concurrency``, ``--grace-period``, ``--tool-id`` and ``--session``."""
+    """Add ``--max-concurrency``, ``--grace-period``, ``--tool-id``, ``--session``, ..."""
     parser.add_argument(
         "--max-concurrency", type=int, default=64, help="calls served at once per tool"
     )
@@ -348,6 +356,14 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         "broker queues tasks while disconnected; a fail-over to another node starts a "
         "fresh session there), persistent-keep (the session is resumed on any node: "
         "for clusters that replicate sessions, like RabbitMQ with quorum queues)",
+    )
+    parser.add_argument(
+        "--result-retention",
+        type=float,
+        default=DEFAULT_RESULT_RETENTION,
+        metavar="SECONDS",
+        help="keep each finished call's reply this long at least, for a caller that comes "
+        "back (default 300)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -385,6 +401,7 @@ def service_from_args(
         persistent_session=args.session != "clean",
         fresh_session_on_failover=args.session != "persistent-keep",
         metrics_port=args.metrics_port,
+        result_retention=args.result_retention,
         **options,
     )
 

@@ -1,8 +1,10 @@
 """The tool side's at-most-once record: which task ids ran, and their replies.
 
 A task id is run once. A redelivered task (a manager re-sends tasks lost with a
-restarted broker) gets the recorded reply again, or is ignored while it runs.
-Ids are kept at least until their deadline has passed, within memory bounds.
+restarted broker, or a restarted manager asks again for the calls in its journal) gets
+the recorded reply again, or is ignored while it runs. Ids are kept at least until their
+deadline has passed, and a finished task's reply for ``retention`` seconds, within
+memory bounds.
 
 A task's deadline on this side is its *local deadline*: the ``time.monotonic()`` by
 which its caller stops waiting, counted from the task's receipt with the caller's
@@ -35,6 +37,10 @@ its id is kept before it may be forgotten."""
 KEEP_REPLY_BYTES = 64 * 1024
 """Replies up to this size are kept for resending to a redelivered task; larger ones are not."""
 
+DEFAULT_RESULT_RETENTION = 300.0
+"""Seconds a tool keeps a finished task's reply by default, for a caller that comes back
+(a restarted manager with a journal asks again), within the memory bounds above."""
+
 RUNNING = object()
 """State of a task that started and has not finished."""
 DONE = object()
@@ -44,12 +50,14 @@ DONE = object()
 class TaskRecord:
     """Task ids a tool has started, oldest first, with the reply to resend when known."""
 
-    __slots__ = ("_entries", "_kept_bytes")
+    __slots__ = ("_entries", "_kept_bytes", "retention")
 
-    def __init__(self) -> None:
+    def __init__(self, retention: float = DEFAULT_RESULT_RETENTION) -> None:
         # task id -> [state or reply, time after which a redelivery is refused anyway]
         self._entries: OrderedDict[str, list[Any]] = OrderedDict()
         self._kept_bytes = 0
+        self.retention = retention
+        """Seconds a finished task's reply is kept at least (within the memory bounds)."""
 
     def get(self, task_id: str) -> Any:
         """``RUNNING``, ``DONE`` (reply not kept), the reply bytes, or None (not seen)."""
@@ -66,6 +74,8 @@ class TaskRecord:
         entry = self._entries.get(task_id)
         if entry is None:
             return
+        if self.retention > 0:
+            entry[1] = max(entry[1], time.monotonic() + self.retention)
         size = len(reply)
         if size <= KEEP_REPLY_BYTES and self._kept_bytes + size <= KEPT_REPLIES_BYTES:
             entry[0] = reply

@@ -193,6 +193,11 @@ class Messager(AsyncResource):
         """
         return self._window.size
 
+    @property
+    def stable_id(self) -> bool:
+        """True when the client id was given (the same on every start), not generated."""
+        return self._stable_id
+
     def is_connected(self) -> bool:
         """True while the connection to the broker is up."""
         return self._connected.is_set()

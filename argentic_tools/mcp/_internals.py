@@ -1,10 +1,11 @@
 """Every reach into the MCP SDK's private attributes, in one place.
 
-One thing needs it: a handshake-era connection's server session, kept to send it
+Two things need it, both because ``ServerRequestContext`` exposes no connection in
+mcp 2.3: a handshake-era connection's server session, kept to send it
 ``notifications/tools/list_changed`` later, must be dropped when the connection
-ends, and only the connection knows that (``ServerRequestContext`` exposes no
-connection in mcp 2.3). :func:`check_internals`, run by the tests, names what an
-SDK upgrade removed.
+ends, and only the connection knows that; and the log level a client chose with
+``logging/setLevel`` belongs to its connection. :func:`check_internals`, run by the
+tests, names what an SDK upgrade removed.
 """
 
 import inspect
@@ -29,6 +30,12 @@ def follow_session(ctx: ServerRequestContext[Any], sessions: set[ServerSession])
         return
     sessions.add(ctx.session)
     connection.exit_stack.callback(sessions.discard, ctx.session)
+
+
+def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
+    """The connection a request came on (one per stdio client or HTTP session)."""
+    connection: Connection = ctx.session._connection
+    return connection
 
 
 def check_internals() -> list[str]:

@@ -12,6 +12,11 @@ SDK's low-level server, which suits tools that come and go:
   failures are ``isError`` results the model can read; progress becomes
   ``notifications/progress``; a client's cancellation cancels the handler, which
   sends ``TOOL_CANCEL`` to the tool; ``_meta.traceparent`` becomes the call's trace id;
+- a tool's questions and log records reach the client: in the handshake era as
+  ``elicitation/create``, ``sampling/createMessage``, ``roots/list`` and
+  ``notifications/message`` on the call's stream, filtered by ``logging/setLevel``
+  (:mod:`argentic_tools.mcp.asking`); in 2026-07-28 as ``input_required`` results the
+  client answers by calling again (:mod:`argentic_tools.mcp.input_required`);
 - a thread, chosen by the ``X-Argentic-Thread`` header or the
   ``argentic/thread`` ``_meta`` key, filters both through the manager's policy.
 
@@ -28,7 +33,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
 import anyio
@@ -36,17 +41,22 @@ import anyio.abc
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
 
 from .. import __version__
+from .._agent.calls.handlers import CallerHandlers
 from .._agent.fleet.info import ToolInfo
 from .._agent.manager import ToolManager
 from .._protocol.content import ContentBlock
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from . import _internals, http_stack
+from .asking import HandshakeAsker, LogLevels, declared
+from .input_required import INPUT_WAIT_SECONDS, InputRounds, PendingCall, missing_capability
 from .listing_memo import ListingMemo
 from .names import McpNames
 
@@ -124,10 +134,17 @@ class McpGateway:
     """
 
     def __init__(
-        self, manager: ToolManager, *, timeout: float | None = None, name: str = "argentic-tools"
+        self,
+        manager: ToolManager,
+        *,
+        timeout: float | None = None,
+        name: str = "argentic-tools",
+        input_wait: float = INPUT_WAIT_SECONDS,
     ) -> None:
         self.manager = manager
         self.timeout = timeout
+        self._rounds = InputRounds(input_wait)
+        self._levels = LogLevels()
         self.in_flight = 0
         """Calls being served right now."""
         self._bus = InMemorySubscriptionBus()
@@ -152,8 +169,14 @@ class McpGateway:
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._on_initialized
         )
+        self.server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, self._set_level
+        )
         self._memo = ListingMemo(self._listing_key)
         self.server.middleware.append(self._memo)
+        # Seals and verifies the requestState of input_required results (see input_required).
+        security = RequestStateSecurity.ephemeral(ttl=input_wait)
+        self.server.middleware.append(RequestStateBoundary(security, default_audience=name))
         self._refresh()
 
     # -- the list ------------------------------------------------------------------
@@ -248,6 +271,17 @@ class McpGateway:
             if self._refresh():
                 await self.notify_tools_changed()
 
+    async def run_input_rounds(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Own the 2026-07-28 calls waiting for their clients' input, until cancelled.
+
+        :meth:`serve_stdio` and :meth:`serve_http` run it; a gateway served another way
+        (the SDK's in-process client on :attr:`server`) runs it beside, or its
+        2026-07-28 clients' tools cannot ask them anything.
+        """
+        await self._rounds.run(task_status=task_status)
+
     async def notify_tools_changed(self) -> None:
         """Send ``notifications/tools/list_changed`` to every client that can receive it."""
         await self._bus.publish(ToolsListChanged())
@@ -265,32 +299,31 @@ class McpGateway:
 
     # -- calls ---------------------------------------------------------------------
 
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        # Handshake era: the level of the log records this connection gets from now on.
+        self._levels.set(ctx, params.level)
+        return types.EmptyResult()
+
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         name = self._names.registry_name(params.name)
-        meta = dict(ctx.meta or {})
-        on_progress = None
-        if meta.get("progress_token") is not None:
-
-            async def on_progress(
-                progress: float, total: float | None, message: str | None
-            ) -> None:
-                await ctx.session.report_progress(progress, total, message)
-
-        context = CallContext(thread_id=_thread_of(ctx), trace_id=trace_id_of(meta))
+        context = CallContext(thread_id=_thread_of(ctx), trace_id=trace_id_of(dict(ctx.meta or {})))
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         self._active()
         self.in_flight += 1
         self._idle = anyio.Event()
         try:
-            result = await self.manager.execute_tool(
-                name,
-                dict(params.arguments or {}),
-                timeout=self.timeout,
-                call_id=str(ctx.request_id),
-                context=context,
-                on_progress=on_progress,
-            )
+            if modern and self._rounds.running:
+                outcome = await self._round(ctx, params, name, context)
+                if isinstance(outcome, types.InputRequiredResult):
+                    return outcome
+                result = outcome
+            else:
+                asker = None if modern else HandshakeAsker(ctx, self._levels).handlers()
+                result = await self._execute(ctx, params, name, context, asker)
         finally:
             self.in_flight -= 1
             if not self.in_flight:
@@ -298,7 +331,94 @@ class McpGateway:
             self._active()
         if isinstance(result, TaskErrorMessage) and result.error_code == "not_found":
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        if modern:
+            missing = missing_capability(result)
+            if missing is not None:
+                raise missing
         return self.mcp_result(params.name, result)
+
+    async def _execute(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        name: str,
+        context: CallContext,
+        handlers: CallerHandlers | None,
+    ) -> ToolResult:
+        """One call served within one request (the handshake era's questions go out on it)."""
+        on_progress = None
+        if (ctx.meta or {}).get("progress_token") is not None:
+
+            async def on_progress(
+                progress: float, total: float | None, message: str | None
+            ) -> None:
+                await ctx.session.report_progress(progress, total, message)
+
+        handlers = handlers or CallerHandlers()
+        return await self.manager.execute_tool(
+            name,
+            dict(params.arguments or {}),
+            timeout=self.timeout,
+            call_id=str(ctx.request_id),
+            context=context,
+            on_progress=on_progress,
+            on_elicit=handlers.on_elicit,
+            on_sample=handlers.on_sample,
+            on_roots=handlers.on_roots,
+            on_log=handlers.on_log,
+        )
+
+    async def _round(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        name: str,
+        context: CallContext,
+    ) -> ToolResult | types.InputRequiredResult:
+        """One request of a 2026-07-28 call that may need its client's input.
+
+        See :mod:`argentic_tools.mcp.input_required`.
+        """
+        responses = (ctx.params or {}).get("inputResponses") or {}
+        if not isinstance(responses, Mapping):
+            raise MCPError(code=types.INVALID_PARAMS, message="inputResponses must be an object")
+        if params.request_state is not None:
+            found = self._rounds.find(params.request_state)
+            if found is None:
+                raise MCPError(
+                    code=types.INVALID_PARAMS,
+                    message="Invalid or expired requestState: its call is over",
+                    data={"reason": "call_over"},
+                )
+            call = found
+            call.answer(responses)
+        else:
+            call = PendingCall(declared(ctx.session.client_capabilities), responses)
+            handlers = call.handlers(ctx)
+            if not handlers.any:  # nothing to ask, nothing to log: one request serves it
+                return await self._execute(ctx, params, name, context, None)
+            arguments = dict(params.arguments or {})
+
+            async def work() -> ToolResult:
+                return await self.manager.execute_tool(
+                    name,
+                    arguments,
+                    timeout=self.timeout,
+                    call_id=str(ctx.request_id),
+                    context=context,
+                    on_progress=call.progress,
+                    on_elicit=handlers.on_elicit,
+                    on_sample=handlers.on_sample,
+                    on_roots=handlers.on_roots,
+                    on_log=handlers.on_log,
+                )
+
+            self._rounds.start(call, work)
+        try:
+            return await call.next_round(ctx)
+        except anyio.get_cancelled_exc_class():
+            call.scope.cancel()  # the client gave up the call
+            raise
 
     def mcp_result(self, name: str, result: ToolResult) -> types.CallToolResult:
         """A call's result as MCP carries it.
@@ -342,6 +462,7 @@ class McpGateway:
 
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
+            await group.start(self.run_input_rounds)
             if stop is not None:
                 group.start_soon(self._stop_when_settled, stop, group.cancel_scope)
             stdin = await _cancellable_stdin()
@@ -400,6 +521,7 @@ class McpGateway:
         server = uvicorn.Server(config)
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
+            await group.start(self.run_input_rounds)
             async with anyio.create_task_group() as http:
                 http.start_soon(server.serve)
                 with anyio.fail_after(STARTUP_SECONDS):

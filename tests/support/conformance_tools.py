@@ -7,6 +7,13 @@ names and checks what they return (its ``src/scenarios/server/*.ts``). Served he
 through ``serve_main`` like any tool process, they reach the suite through
 ``argentic-tools mcp serve --http``: ``scripts/conformance.py`` runs the whole chain.
 
+The tools that take part in their call (log to the caller, ask its user or its model,
+list its roots) use the tool-side API (``context.log``, ``context.elicit``,
+``context.sample``, ``context.list_roots``, ``context.ask``); the gateway turns that into
+requests to the client (handshake era) or ``input_required`` results (2026-07-28).
+Those that need a fixed key for their question in an ``input_required`` result name it
+in the request's ``_meta`` (:data:`argentic_tools.mcp.asking.KEY_META`).
+
 Two are diagnostic hooks rather than tools a scenario checks the output of:
 ``test_trigger_tool_change`` changes the fleet (a second service in this process starts
 or stops serving ``test_toggled_tool``), so the suite sees whether the gateway tells
@@ -17,6 +24,7 @@ the response stream mid-call to test resumption, which a tool on the bus cannot 
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -25,8 +33,11 @@ from pydantic import BaseModel, ConfigDict
 from argentic_tools import (
     Audio,
     BaseTool,
+    ElicitRequest,
+    ElicitResult,
     EmbeddedResource,
     Image,
+    SampleRequest,
     Text,
     ToolContext,
     ToolError,
@@ -34,6 +45,7 @@ from argentic_tools import (
     serve_main,
     tool,
 )
+from argentic_tools.mcp.asking import KEY_META
 from tests.support.media_tools import png, wav
 
 SIMPLE_TEXT = "This is a simple text response for testing."
@@ -140,6 +152,250 @@ def test_toggled_tool() -> str:
     return "toggled"
 
 
+LOG_GAP = 0.05
+"""Seconds between the logging tool's records, as the suite asks."""
+
+LOG_LINES = ("Tool execution started", "Tool processing data", "Tool execution completed")
+
+NAME_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}},
+    "required": ["name"],
+}
+OK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def named_question(key: str, message: str, schema: Mapping[str, Any]) -> ElicitRequest:
+    """An elicitation whose key in an ``input_required`` result is ``key``."""
+    return ElicitRequest.model_validate(
+        {"message": message, "requestedSchema": dict(schema), "_meta": {KEY_META: key}}
+    )
+
+
+def named_sample(key: str, text: str, max_tokens: int) -> SampleRequest:
+    """A one-message completion whose key in an ``input_required`` result is ``key``."""
+    return SampleRequest.model_validate(
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+            "maxTokens": max_tokens,
+            "_meta": {KEY_META: key},
+        }
+    )
+
+
+def described(result: ElicitResult) -> str:
+    """An elicitation's outcome as the suite's tools print it."""
+    return f"action={result.action}, content={json.dumps(result.content)}"
+
+
+async def _log_three(context: ToolContext) -> None:
+    for index, line in enumerate(LOG_LINES):
+        if index:
+            await anyio.sleep(LOG_GAP)
+        context.log("info", line)
+
+
+@tool
+async def test_tool_with_logging(context: ToolContext) -> str:
+    """Log three records at info level, 50 ms apart, then return."""
+    await _log_three(context)
+    return "Tool with logging executed successfully"
+
+
+@tool
+async def test_logging_tool(context: ToolContext) -> str:
+    """Log three records (sent only to a caller that asked for log records)."""
+    await _log_three(context)
+    return "Logging tool executed"
+
+
+@tool
+async def test_sampling(context: ToolContext, prompt: str) -> str:
+    """Ask the caller's model to answer ``prompt``."""
+    result = await context.sample(prompt, max_tokens=100)
+    return f"LLM response: {result.text}"
+
+
+@tool
+async def test_elicitation(context: ToolContext, message: str) -> str:
+    """Ask the caller's user for a username and an email address."""
+    schema = {
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    }
+    return f"User response: {described(await context.elicit(message, schema))}"
+
+
+SEP1034_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {
+            "type": "string",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+"""Defaults for every primitive type (SEP-1034)."""
+
+
+@tool
+async def test_elicitation_sep1034_defaults(context: ToolContext) -> str:
+    """Ask with a default for every field."""
+    result = await context.elicit("Please review your details", SEP1034_SCHEMA)
+    return f"Elicitation completed: {described(result)}"
+
+
+SEP1330_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+"""The five enum forms (SEP-1330)."""
+
+
+@tool
+async def test_elicitation_sep1330_enums(context: ToolContext) -> str:
+    """Ask with every kind of enum."""
+    result = await context.elicit("Please choose your options", SEP1330_SCHEMA)
+    return f"Elicitation completed: {described(result)}"
+
+
+@tool
+async def test_input_required_result_elicitation(context: ToolContext) -> str:
+    """Ask the user's name (key ``user_name``) and greet them."""
+    result = await context.ask(named_question("user_name", "What is your name?", NAME_SCHEMA))
+    return f"Hello, {result.data.get('name', 'stranger')}!"
+
+
+@tool
+async def test_input_required_result_sampling(context: ToolContext) -> str:
+    """Ask the caller's model a question (key ``capital_question``)."""
+    request = named_sample("capital_question", "What is the capital of France?", 100)
+    return f"Sampling response: {(await context.ask(request)).text}"
+
+
+@tool
+async def test_input_required_result_list_roots(context: ToolContext) -> str:
+    """Name the caller's roots."""
+    roots = await context.list_roots()
+    return "Roots: " + ", ".join(f"{root.name or ''} ({root.uri})" for root in roots)
+
+
+async def _confirmed(context: ToolContext) -> str:
+    result = await context.ask(named_question("confirm", "Please confirm", OK_SCHEMA))
+    return f"confirmed={result.data.get('ok')}"
+
+
+@tool
+async def test_input_required_result_request_state(context: ToolContext) -> str:
+    """Ask for a confirmation; the answer comes back with the request's state."""
+    return f"state-ok: {await _confirmed(context)}"
+
+
+@tool
+async def test_input_required_result_tampered_state(context: ToolContext) -> str:
+    """Ask for a confirmation (the suite answers with a tampered state)."""
+    return await _confirmed(context)
+
+
+@tool
+async def test_input_required_result_multiple_inputs(context: ToolContext) -> str:
+    """Ask the user, the model and the roots at once."""
+    answers: dict[str, str] = {}
+
+    async def name() -> None:
+        asked = named_question("user_name", "What is your name?", NAME_SCHEMA)
+        answers["name"] = str((await context.ask(asked)).data.get("name"))
+
+    async def greeting() -> None:
+        answers["greeting"] = (
+            await context.ask(named_sample("greeting", "Generate a greeting", 50))
+        ).text
+
+    async def roots() -> None:
+        answers["roots"] = str(len(await context.list_roots()))
+
+    async with anyio.create_task_group() as group:
+        for ask in (name, greeting, roots):
+            group.start_soon(ask)
+    return f"{answers['greeting']} {answers['name']} ({answers['roots']} roots)"
+
+
+@tool
+async def test_input_required_result_multi_round(context: ToolContext) -> str:
+    """Ask two questions, one after the other."""
+    first = await context.ask(named_question("step1", "Step 1: What is your name?", NAME_SCHEMA))
+    color_schema = {
+        "type": "object",
+        "properties": {"color": {"type": "string"}},
+        "required": ["color"],
+    }
+    asked = named_question("step2", "Step 2: What is your favorite color?", color_schema)
+    second = await context.ask(asked)
+    return f"{first.data.get('name')} likes {second.data.get('color')}"
+
+
+@tool
+async def test_input_required_result_capabilities(context: ToolContext) -> str:
+    """Ask only what the caller can answer."""
+    done = []
+    if context.caller_can("sample"):
+        done.append((await context.ask(named_sample("model", "Say hello", 20))).text)
+    if context.caller_can("elicit"):
+        done.append(described(await context.ask(named_question("user", "Name?", NAME_SCHEMA))))
+    return "; ".join(done) or "nothing to ask"
+
+
+@tool
+async def test_missing_capability(context: ToolContext) -> str:
+    """Need the caller's model, without checking that the caller lends one."""
+    return (await context.sample("Say hello", max_tokens=20)).text
+
+
+@tool
+async def test_streaming_elicitation(context: ToolContext) -> str:
+    """Ask the user a question while the call's response is streamed."""
+    result = await context.ask(named_question("confirm", "Continue?", OK_SCHEMA))
+    return described(result)
+
+
 class _AnyArguments(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -204,6 +460,22 @@ def tools(broker: str, topic_prefix: str | None) -> list[Any]:
         JsonSchema202012Tool(),
         test_reconnection,
         TriggerToolChange(broker, topic_prefix),
+        test_tool_with_logging,
+        test_logging_tool,
+        test_sampling,
+        test_elicitation,
+        test_elicitation_sep1034_defaults,
+        test_elicitation_sep1330_enums,
+        test_input_required_result_elicitation,
+        test_input_required_result_sampling,
+        test_input_required_result_list_roots,
+        test_input_required_result_request_state,
+        test_input_required_result_tampered_state,
+        test_input_required_result_multiple_inputs,
+        test_input_required_result_multi_round,
+        test_input_required_result_capabilities,
+        test_missing_capability,
+        test_streaming_elicitation,
     ]
 
 

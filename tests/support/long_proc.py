@@ -149,6 +149,15 @@ async def silent(seconds: float) -> float:
     return seconds
 
 
+@tool
+async def counted(label: str, seconds: float, directory: str) -> str:
+    """Note each run in ``directory/LABEL.runs`` (one line per run), work, return ``label``."""
+    with (pathlib.Path(directory) / f"{label}.runs").open("a") as runs:
+        runs.write("run\n")
+    await anyio.sleep(seconds)
+    return label
+
+
 TOOLS = [
     steps,
     sync_steps,
@@ -161,6 +170,7 @@ TOOLS = [
     held_stream_sync,
     finish_line,
     silent,
+    counted,
 ]
 
 

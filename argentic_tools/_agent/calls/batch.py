@@ -16,6 +16,12 @@ from collections.abc import Callable, Coroutine, Iterable
 from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
 
+from ..._protocol.messages import ToolResult
+from .freezing import PROCESS_FREEZE
+from .handlers import CallerHandlers
+from .options import CallOptions
+from .pending import Batch, CallSpec
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -177,3 +183,40 @@ class _Batch(Generic[R]):
         for task in tasks:
             if not task.cancelled():
                 task.exception()  # its caller is cancelled and never sees it
+
+
+async def run_batch(
+    batch: "Iterable[tuple[str, Any, CallOptions]]",
+    call: "Callable[[CallSpec], Coroutine[Any, Any, ToolResult]]",
+    cancelling: "Callable[[Batch], AbstractContextManager[Any]]",
+    *,
+    default_timeout: float | None,
+    default_handlers: "CallerHandlers",
+    gc_freeze: bool | None,
+    overridden: "Callable[[tuple[str, Any, CallOptions]], Coroutine[Any, Any, ToolResult]] | None",
+) -> "list[ToolResult]":
+    """Run a manager's batch of calls concurrently, each as ``execute_tool`` would.
+
+    Every call's settings are read before any starts (a slice per turn of the event
+    loop): a bad ``idle_timeout`` raises before anything is sent. ``batch`` is consumed
+    once, so the options of thousands of calls are not kept while they run (their specs
+    hold what is needed). ``overridden``: a subclass's own ``execute_tool``, which then
+    sees every call, with the label and timeout by position (an override may rename
+    them).
+    """
+    if overridden is not None:
+        calls = list(batch)
+        for name, arguments, options in calls:
+            options.spec(name, arguments, default_timeout)  # raises for bad settings
+        return await run_all(overridden, calls)
+    shared = Batch()
+    specs = await read_all(
+        options.spec(name, arguments, default_timeout, None, shared, default_handlers)
+        for name, arguments, options in batch
+    )
+    # Each call runs as the runner's own coroutine, without an execute_tool frame
+    # around it (~0.35 KB a call): thousands at once are the case this serves. They
+    # start (and, if the batch is cancelled, end) a slice per turn of the event loop;
+    # cancelled, none is sent any more and their TOOL_CANCELs go out once all ended.
+    with PROCESS_FREEZE.for_batch(gc_freeze, len(specs), SLICE) as each_slice:
+        return await run_all(call, specs, lambda: cancelling(shared), each_slice)

@@ -107,6 +107,8 @@ class Pending:
     """Connection (``messager.connections``) the task was last published on; 0: not yet."""
     participation: Taking | None = None
     """The caller's handlers at work, for a call made with some."""
+    journaled: bool = False
+    """The call is in the manager's journal."""
 
     @property
     def timeout(self) -> float | None:

@@ -23,8 +23,10 @@ from ..._protocol.messages import (
     STREAM_CREDIT_PROTOCOL,
     TaskErrorMessage,
     TaskStatus,
+    ToolProgressMessage,
     ToolResult,
 )
+from ..._protocol.participation import ToolAskMessage
 from ..._telemetry import (
     CallerMetrics,
     Span,
@@ -36,6 +38,7 @@ from ..._telemetry import (
 from ..fleet.liveness import Liveness
 from ..fleet.settling import Settling
 from ..policy import ToolPolicy
+from ..records.journal import CallJournal, JournaledCall
 from ..records.observations import ObservationPump, observation_of
 from .book import CallBook
 from .delivery import Delivery
@@ -44,6 +47,7 @@ from .handlers import CallerHandlers, CallRef
 from .participation import Participation
 from .pending import CallSpec, Pending, ToolGoneError, UnsendableTaskError
 from .progress import STREAM_WINDOW, BrokenStreamError, CallWatch
+from .reattach import Reattacher, context_of, dumped, journaled
 
 CANCEL_SEND_SECONDS = 2.0
 """How long a cancellation (or closing the manager) waits for its TOOL_CANCEL to be sent."""
@@ -67,6 +71,8 @@ class CallRunner:
         pump: Takes one observation per call (None: nobody records).
         is_open: Whether the manager is still open (a closed one sends no cancellation).
         liveness: Told about calls that went unanswered past their deadline.
+        journal: Keeps each call from before its task is published until it ends (None:
+            calls live in memory only).
 
     """
 
@@ -78,8 +84,10 @@ class CallRunner:
         pump: ObservationPump | None,
         is_open: Callable[[], bool],
         liveness: Liveness | None = None,
+        journal: CallJournal | None = None,
     ) -> None:
         self._liveness = liveness
+        self._journal = journal
         self._metrics = CallerMetrics()
         self._calls = calls
         self._delivery = delivery
@@ -132,6 +140,9 @@ class CallRunner:
                             if watch.idle is not None:  # the idle time counts from the send
                                 timer.reschedule(watch.first_deadline(loop))
                             self._pace(call, watch)
+                        if self._journal is not None:
+                            await self._journal.begin(journaled(call, self._source))
+                            call.journaled = True
                         call.sent_on = await self._delivery.send(call)
                         if watch is None:
                             result: ToolResult = await call.future
@@ -191,6 +202,7 @@ class CallRunner:
                         call.participation.close()
                     self._calls.forget(call.task_id)
                 result = checked(self._source, call, result)
+                self._journal_ended(call, result)
             else:
                 result = call
         except asyncio.CancelledError:
@@ -199,6 +211,95 @@ class CallRunner:
             self._ended_cancelled(spec, span, started, call)
             raise
         return self._ended(spec, span, started, result, _exchanges(call))
+
+    def reattacher(self, handlers: Callable[[], CallerHandlers]) -> Reattacher | None:
+        """What picks up the journal's calls at start (None without a journal).
+
+        ``handlers``: the manager's default handlers, which reattached calls answer with.
+        """
+        if self._journal is None:
+            return None
+        return Reattacher(
+            self._journal,
+            self._calls.registry,
+            self._source,
+            lambda call, left: self.resume(call, left, handlers()),
+        )
+
+    def noted(self, message: ToolProgressMessage | ToolAskMessage) -> None:
+        """Keep a journaled call's latest progress report, or the question it waits on."""
+        call = self._calls.pending.get(message.task_id)
+        if self._journal is None or call is None or not call.journaled:
+            return
+        if isinstance(message, ToolProgressMessage):
+            state = {
+                "progress": message.progress,
+                "total": message.total,
+                "message": message.message,
+            }
+        else:
+            state = {"asking": message.kind, "ask_id": message.ask_id}
+        self._journal.progressed(call.task_id, state)
+
+    def _journal_ended(self, call: Pending, result: ToolResult) -> None:
+        """Note the call's outcome in the journal; a call its closing manager left stays open.
+
+        Closing a manager with a journal leaves its published calls running at their tools:
+        the next manager with this journal waits for them again.
+        """
+        if self._journal is None or not call.journaled:
+            return
+        if call.published and not self._is_open():
+            return
+        self._journal.ended(call.task_id, result.status.value, dumped(result))
+
+    async def resume(
+        self, previous: JournaledCall, remaining: float | None, handlers: CallerHandlers
+    ) -> ToolResult:
+        """Wait again for a call a previous manager made (see :mod:`.reattach`).
+
+        Its task goes out again under its own id, to the instance that took it (the
+        reattacher checked that it is back); its result comes under ``remaining`` seconds.
+        """
+        started = time.perf_counter()
+        entry = self._calls.registry.get(previous.tool_id)
+        spec = CallSpec(
+            previous.tool_name,
+            previous.arguments,
+            previous.label,
+            remaining,
+            previous.call_id,
+            context_of(previous),
+            handlers=handlers if handlers.any else None,
+        )
+        span = call_span(spec.name, spec.call_id, server=False)
+        spec.traceparent, spec.tracestate = traceparent_of(span)
+        if entry is None:
+            raise LookupError(previous.tool_id)
+        loop = asyncio.get_running_loop()
+        call = Pending(
+            loop.create_future(), entry, previous.task_id, previous.arguments, spec, time.time()
+        )
+        call.journaled = True
+        self._calls.pending[call.task_id] = call
+        if spec.handlers is not None:
+            call.participation = self._participation(call, spec.handlers)
+        try:
+            async with asyncio.timeout(remaining):
+                call.sent_on = await self._delivery.send(call)
+                result: ToolResult = await call.future
+        except TimeoutError:
+            result = timed_out(self._source, call, None)
+            if call.published:
+                self._delivery.cancel_at_tool(call, result.error)
+        except (ToolGoneError, BrokerError, PayloadTooLargeError) as exc:
+            result = undeliverable(self._source, call, exc)
+        finally:
+            if call.participation is not None:
+                call.participation.close()
+            self._calls.forget(call.task_id)
+        result = checked(self._source, call, result)
+        return self._ended(spec, span, started, result, _exchanges(call), reattached=True)
 
     def _participation(self, call: Pending, handlers: CallerHandlers) -> Participation:
         """The caller's handlers at work for ``call``: they answer on its tool's call topic."""
@@ -260,6 +361,8 @@ class CallRunner:
         The result is built only for the observations: a cancelled batch of 50,000
         calls ends them all at once, and building each result cost as much again.
         """
+        if isinstance(call, Pending) and call.journaled:
+            self._journal_ended(call, self._cancelled(spec, call))
         if self._pump is not None:
             self._ended(spec, span, started, self._cancelled(spec, call), _exchanges(call))
             return
@@ -297,6 +400,7 @@ class CallRunner:
         started: float,
         result: ToolResult,
         exchanges: list[dict[str, Any]] | None = None,
+        reattached: bool = False,
     ) -> ToolResult:
         """Time, observe and count the call's one result, and end its span."""
         result.duration_ms = (time.perf_counter() - started) * 1000
@@ -304,6 +408,8 @@ class CallRunner:
             result.call_id = spec.call_id
         if self._pump is not None:
             observation = observation_of(result, spec.context, exchanges)
+            if reattached:
+                observation = dataclasses.replace(observation, reattached=True)
             if observation.trace_id is None and spec.traceparent is not None:
                 # The trace the call's span belongs to, when the caller named none.
                 observation = dataclasses.replace(
