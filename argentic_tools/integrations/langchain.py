@@ -21,9 +21,9 @@ What each part of a call becomes:
 - **Progress, streamed chunks and log records**: inside a LangGraph graph, each is written
   to the graph's stream writer (``graph.astream(..., stream_mode="custom")``) as a dict
   with ``"type"`` ``"progress"``, ``"chunk"`` or ``"log"``, ``"tool"`` and
-  ``"tool_call_id"``; outside a graph, progress and chunks are LangChain custom events
-  (``astream_events``: ``on_custom_event`` named :data:`PROGRESS_EVENT` or
-  :data:`CHUNK_EVENT`).
+  ``"tool_call_id"``; outside a graph, the same dicts are LangChain custom events
+  (``astream_events``: ``on_custom_event`` named :data:`PROGRESS_EVENT`,
+  :data:`CHUNK_EVENT` or :data:`LOG_EVENT`).
 - **Cancellation**: a cancelled run (a graph's task cancelled, ``astream`` closed) cancels
   the awaiting call, and the tool is told to stop (its ``TOOL_CANCEL``).
 - **Content**: the tool returns ``(content, artifact)`` (``response_format=
@@ -85,6 +85,7 @@ from .._protocol.participation import ElicitRequest, ElicitResult, LogRecord
 
 __all__ = [
     "CHUNK_EVENT",
+    "LOG_EVENT",
     "PROGRESS_EVENT",
     "CallSettings",
     "FleetTool",
@@ -97,6 +98,9 @@ PROGRESS_EVENT = "argentic_tools.progress"
 """The name of the LangChain custom event a progress report becomes outside a graph."""
 CHUNK_EVENT = "argentic_tools.chunk"
 """The name of the LangChain custom event a streamed chunk becomes outside a graph."""
+LOG_EVENT = "argentic_tools.log"
+"""The name of the LangChain custom event a tool's log record becomes outside a graph."""
+_EVENT_NAMES = {"progress": PROGRESS_EVENT, "chunk": CHUNK_EVENT, "log": LOG_EVENT}
 
 _TOOL_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "argentic_tools_tool_call_id", default=None
@@ -269,10 +273,8 @@ class FleetTool(BaseTool):
             config = ensure_config()
 
             async def dispatch(event: dict[str, Any]) -> None:
-                kind = event["type"]
-                if kind != "log":
-                    name = PROGRESS_EVENT if kind == "progress" else CHUNK_EVENT
-                    await adispatch_custom_event(name, {**base, **event}, config=config)
+                name = _EVENT_NAMES[event["type"]]
+                await adispatch_custom_event(name, {**event, **base}, config=config)
 
             return dispatch
 

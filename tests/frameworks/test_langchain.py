@@ -35,8 +35,9 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command
 from pydantic import Field
 
-from argentic_tools import ThreadToolPolicy, ToolManager, ToolService, Topics
+from argentic_tools import ElicitResult, ThreadToolPolicy, ToolManager, ToolService, Topics
 from argentic_tools.integrations.langchain import (
+    LOG_EVENT,
     PROGRESS_EVENT,
     FleetToolkit,
     langchain_tools,
@@ -337,6 +338,22 @@ async def test_a_tools_question_is_a_graph_interrupt_answered_with_command_resum
     }
 
 
+@pytest.mark.parametrize(
+    "resume", [{"action": "decline"}, ElicitResult(action="decline")], ids=["mapping", "result"]
+)
+async def test_a_graph_caller_may_resume_with_a_whole_elicitation_answer(
+    manager: ToolManager, resume: Any
+) -> None:
+    model = ScriptedChatModel(script=[[call("ask_name")]])
+    graph = react_graph(model, langchain_tools(manager), InMemorySaver())
+    config: RunnableConfig = {"configurable": {"thread_id": "decline"}}
+    with anyio.fail_after(20):
+        await graph.ainvoke({"messages": [HumanMessage("go")]}, config)
+        state = await graph.ainvoke(Command(resume=resume), config)
+    (answered,) = tool_messages(state)
+    assert json.loads(str(answered.content))["action"] == "decline"
+
+
 async def test_handlers_given_to_the_tools_answer_instead_of_an_interrupt(
     manager: ToolManager,
 ) -> None:
@@ -355,10 +372,11 @@ async def test_handlers_given_to_the_tools_answer_instead_of_an_interrupt(
     assert logged == ["record 0", "record 1"]
 
 
-async def test_a_tool_outside_a_graph_reports_progress_as_langchain_custom_events(
+async def test_a_tool_outside_a_graph_reports_progress_and_logs_as_custom_events(
     manager: ToolManager,
 ) -> None:
-    (steps,) = [t for t in langchain_tools(manager) if t.name == "steps"]
+    tools = {t.name: t for t in langchain_tools(manager)}
+    steps = tools["steps"]
     tool_call = {
         "name": "steps",
         "args": {"count": 2, "interval": 0.01},
@@ -373,11 +391,19 @@ async def test_a_tool_outside_a_graph_reports_progress_as_langchain_custom_event
                 progress.append(event["data"]["progress"])  # type: ignore[typeddict-item]
             if event["event"] == "on_tool_end":
                 ended.append(event["data"]["output"])
-    assert progress == [1, 2]
+    assert progress[-1] == 2  # coalesced at the tool's rate limit, the last one always comes
     (message,) = ended
     assert (message.content, message.status) == ("2", "success")
     with pytest.raises(NotImplementedError, match="asynchronously"):
         steps.invoke(tool_call)
+    logged = {**tool_call, "name": "chatty", "args": {"count": 2}}
+    with anyio.fail_after(20):
+        logs = [
+            event["data"]["record"]["message"]  # type: ignore[typeddict-item]
+            async for event in tools["chatty"].astream_events(logged, version="v2")
+            if event["event"] == "on_custom_event" and event["name"] == LOG_EVENT
+        ]
+    assert logs == ["record 0", "record 1"]
 
 
 async def test_the_toolkit_follows_tools_joining_and_leaving_the_fleet(
