@@ -47,7 +47,6 @@ What each part of a call becomes:
 
 import base64
 import contextvars
-import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -82,6 +81,7 @@ from .._protocol.content import (
 )
 from .._protocol.messages import TaskErrorMessage, ToolResult
 from .._protocol.participation import ElicitRequest, ElicitResult, LogRecord
+from ._shared import CallSettings
 
 __all__ = [
     "CHUNK_EVENT",
@@ -159,20 +159,6 @@ def _answer(resumed: Any) -> ElicitResult | Mapping[str, Any]:
     return {"action": "accept", "content": resumed}
 
 
-@dataclasses.dataclass(frozen=True)
-class CallSettings:
-    """How the fleet's LangChain tools call: :func:`langchain_tools`' arguments."""
-
-    thread_id: str | None = None
-    timeout: float | None = None
-    idle_timeout: float | None = None
-    on_elicit: ElicitHandler | None = None
-    on_sample: SampleHandler | None = None
-    on_log: LogHandler | None = None
-    on_roots: RootsHandler | None = None
-    interrupt_questions: bool = True
-
-
 class FleetTool(BaseTool):
     """One tool of the fleet as a LangChain tool; calls go through the manager.
 
@@ -224,7 +210,7 @@ class FleetTool(BaseTool):
         paused: list[GraphInterrupt] = []
         settings = self.settings
         on_elicit = settings.on_elicit
-        if on_elicit is None and settings.interrupt_questions and _in_graph():
+        if on_elicit is None and settings.ask_the_run and _in_graph():
             on_elicit = self._interrupting(contextvars.copy_context(), label, paused)
         on_log = settings.on_log or self._logging(emit)
 
@@ -356,14 +342,14 @@ def langchain_tools(
 
     """
     settings = CallSettings(
-        thread_id,
-        timeout,
-        idle_timeout,
-        on_elicit,
-        on_sample,
-        on_log,
-        on_roots,
-        interrupt_questions,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        on_elicit=on_elicit,
+        on_sample=on_sample,
+        on_log=on_log,
+        on_roots=on_roots,
+        thread_id=thread_id,
+        ask_the_run=interrupt_questions,
     )
     return FleetToolkit(manager=manager, tags=tuple(tags or ()), settings=settings).tools()
 

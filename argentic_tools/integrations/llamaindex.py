@@ -45,7 +45,6 @@ What each part of a call becomes:
 import asyncio
 import contextvars
 import copy
-import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -89,6 +88,7 @@ from .._protocol.content import (
 )
 from .._protocol.messages import TaskErrorMessage, ToolResult
 from .._protocol.participation import ElicitRequest, LogRecord
+from ._shared import CallSettings
 
 __all__ = [
     "CallSettings",
@@ -201,20 +201,6 @@ def _schema_model(info: ToolInfo) -> type[BaseModel]:
     return Arguments
 
 
-@dataclasses.dataclass(frozen=True)
-class CallSettings:
-    """How the fleet's LlamaIndex tools call: :func:`llamaindex_tools`' arguments."""
-
-    thread_id: str | None = None
-    timeout: float | None = None
-    idle_timeout: float | None = None
-    on_elicit: ElicitHandler | None = None
-    on_sample: SampleHandler | None = None
-    on_log: LogHandler | None = None
-    on_roots: RootsHandler | None = None
-    ask_in_workflow: bool = True
-
-
 class FleetTool(FunctionTool):
     """One tool of the fleet as a LlamaIndex tool; calls go through the manager.
 
@@ -259,7 +245,7 @@ class FleetTool(FunctionTool):
             (lambda _: None) if ctx is None else ctx.write_event_to_stream
         )
         on_elicit = settings.on_elicit
-        if on_elicit is None and settings.ask_in_workflow and ctx is not None:
+        if on_elicit is None and settings.ask_the_run and ctx is not None:
             on_elicit = self._asking(ctx, contextvars.copy_context(), label, paused)
 
         def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -383,14 +369,14 @@ def llamaindex_tools(
 
     """
     settings = CallSettings(
-        thread_id,
-        timeout,
-        idle_timeout,
-        on_elicit,
-        on_sample,
-        on_log,
-        on_roots,
-        ask_in_workflow,
+        timeout=timeout,
+        idle_timeout=idle_timeout,
+        on_elicit=on_elicit,
+        on_sample=on_sample,
+        on_log=on_log,
+        on_roots=on_roots,
+        thread_id=thread_id,
+        ask_the_run=ask_in_workflow,
     )
     return FleetToolRetriever(manager, tags=tags, settings=settings).tools()
 
