@@ -225,6 +225,9 @@ class TaskMessage(BaseMessage):
     The tool sends chunk ``seq`` only once ``seq < read + stream_window``, ``read`` being
     the latest ``TOOL_CREDIT`` of the caller (0 before any); until then the tool waits.
     Without it the tool sends as fast as the broker takes the chunks."""
+    reattached: bool | None = None
+    """The task is sent again by a manager that picked its call up from its journal after
+    the caller's process restarted (extension; a tool runs a task id once either way)."""
     caller_handles: list[str] | None = None
     """What the caller takes part in (extension, protocol 4): ``elicit`` (it answers
     questions), ``sample`` (it lends its model), ``roots`` (it names the directories tools

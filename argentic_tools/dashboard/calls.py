@@ -127,6 +127,8 @@ class CallRecord:
     task_seen: bool = False
     exchanges: KeptExchanges | None = None
     """The tool's questions, their answers and its log records, once there is one."""
+    reattached: bool = False
+    """The call survived its caller's restart: a manager picked it up from its journal."""
 
     def summary(self) -> dict[str, Any]:
         """The fields of the list row."""
@@ -145,6 +147,7 @@ class CallRecord:
             "error": error,
             "error_code": self.error_code,
             "exchanges": len(self.exchanges) if self.exchanges is not None else 0,
+            "reattached": self.reattached,
         }
 
     def detail(self) -> dict[str, Any]:
@@ -210,6 +213,9 @@ class CallLog:
         """A task seen on a call topic; the record, or None when nothing changed."""
         record = self._by_id.get(message.task_id)
         if record is not None and record.task_seen:
+            if message.reattached and not record.reattached:
+                record.reattached = True  # its caller restarted and picked it up again
+                return record
             return None  # sent again (at-least-once delivery): the first sighting counts
         now = time.time()
         if record is None:
@@ -226,6 +232,7 @@ class CallLog:
         )
         record.timeout = message.timeout_seconds
         record.via_bus = record.task_seen = True
+        record.reattached = record.reattached or bool(message.reattached)
         self.counts["started"] += 1
         self._started_per_second[int(now)] += 1
         if record.status == "running":  # else its result came first: no duration to measure

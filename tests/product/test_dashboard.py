@@ -6,6 +6,7 @@ Without Chromium the browser tests are skipped, except in CI, which installs it
 (``scripts/ensure-chromium.sh``).
 """
 
+import asyncio
 import contextlib
 import http.client
 import json
@@ -969,3 +970,39 @@ async def test_a_live_calls_details_show_what_its_tool_asked_and_logged_as_it_ha
         ["log", 'info (chatty) halfway there {"lines":1}'],
         ["log", "warning almost done"],
     ]
+
+
+async def test_a_call_its_caller_picked_up_again_after_a_restart_is_marked(
+    browser: Browser, mosquitto: Mosquitto, prefix: str, dashboard: str, tmp_path: Path
+) -> None:
+    topics = Topics.with_prefix(prefix)
+    journal, runs = tmp_path / "calls.journal", tmp_path / "runs"
+    runs.mkdir()
+    async with ToolProcess("tests.support.long_proc", mosquitto.url, prefix):
+        page = await open_page(browser, dashboard)
+        async with (
+            Messager(mosquitto.url, client_id=f"agent-{prefix}") as messager,
+            ToolManager(messager, topics=topics, journal=journal) as first,
+        ):
+            await first.wait_for_tool("counted", timeout=30)
+            arguments = {"label": "job", "seconds": 2, "directory": str(runs)}
+            call = asyncio.create_task(first.execute_tool("counted", arguments, "job", 60))
+            with anyio.fail_after(PAGE_TIMEOUT):
+                while not (runs / "job.runs").exists():  # the tool is at work
+                    await anyio.sleep(0.02)
+        await call  # the first process stops waiting; the call goes on at the tool
+        row = "document.querySelector('#calls-body tr[data-tool=\"counted\"]')"
+        await page.wait_for(row, PAGE_TIMEOUT)
+        assert await page.evaluate(f"{row}.querySelector('.reattached') === null")
+        async with (
+            Messager(mosquitto.url, client_id=f"agent-{prefix}") as messager,
+            ToolManager(messager, topics=topics, journal=journal) as second,
+        ):
+            result = await second.result("job", timeout=30)
+        assert result.ok, result
+        mark = await page.wait_for(
+            f"{row} && {row}.dataset.status === 'success' && {row}.querySelector('.reattached')"
+            f" && {row}.querySelector('.reattached').textContent",
+            PAGE_TIMEOUT,
+        )
+    assert mark == "restarted"

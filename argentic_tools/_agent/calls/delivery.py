@@ -255,6 +255,7 @@ class Delivery:
                     "report_progress": True if watch is not None and watch.wants_progress else None,
                     "stream": True if watch is not None and watch.streams else None,
                     "stream_window": None if watch is None else watch.window,
+                    "reattached": True if call.reattached else None,
                     "caller_handles": (
                         None if call.participation is None else call.participation.abilities()
                     ),

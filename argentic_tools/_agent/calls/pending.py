@@ -109,6 +109,8 @@ class Pending:
     """The caller's handlers at work, for a call made with some."""
     journaled: bool = False
     """The call is in the manager's journal."""
+    reattached: bool = False
+    """The call was picked up from the journal after its caller's restart."""
 
     @property
     def timeout(self) -> float | None:

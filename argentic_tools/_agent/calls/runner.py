@@ -280,7 +280,7 @@ class CallRunner:
         call = Pending(
             loop.create_future(), entry, previous.task_id, previous.arguments, spec, time.time()
         )
-        call.journaled = True
+        call.journaled = call.reattached = True
         self._calls.pending[call.task_id] = call
         if spec.handlers is not None:
             call.participation = self._participation(call, spec.handlers)

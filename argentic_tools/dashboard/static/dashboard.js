@@ -102,7 +102,12 @@ function renderCounters(counters) {
 function callCells(call) {
   return [
     el("td", { class: "time", text: fmtTime(call.started_at || call.ended_at) }),
-    el("td", {}, el("span", { class: `status s-${call.status}`, text: call.status })),
+    el(
+      "td",
+      {},
+      el("span", { class: `status s-${call.status}`, text: call.status }),
+      ...(call.reattached ? [" ", reattachedMark()] : []),
+    ),
     el("td", { class: "tool", text: call.tool }),
     el("td", { class: "thread", text: call.thread || "" }),
     el("td", { class: "num", text: fmtMs(call.duration_ms) }),
@@ -175,10 +180,20 @@ async function select(taskId) {
   showDetail(call);
 }
 
+// A call its caller picked up again from its journal after a restart.
+function reattachedMark() {
+  return el("span", {
+    class: "reattached",
+    text: "restarted",
+    title: "survived its caller's restart: picked up again from the call journal",
+  });
+}
+
 function showDetail(call) {
   $("detail").dataset.status = call.status;
   $("detail-title").replaceChildren(
     el("span", { class: `status s-${call.status}`, text: call.status }),
+    ...(call.reattached ? [" ", reattachedMark()] : []),
     ` ${call.tool}`,
   );
   const fields = [
