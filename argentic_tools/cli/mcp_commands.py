@@ -18,6 +18,7 @@ import anyio
 from .. import start_metrics_server
 from .._errors import BrokerError
 from .common import EXIT_OK, CliError, StopRequest, connected_manager, settle
+from .mcp_team import team_access
 
 
 def _load(module: str) -> ModuleType:
@@ -75,6 +76,7 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``mcp serve``: the fleet as an MCP server, on stdio or streamable HTTP."""
     gateway_module = _load("gateway")
     address = http_address(args)
+    access = team_access(args, address)
     if args.metrics_port is not None:
         try:
             start_metrics_server(args.metrics_port)
@@ -92,7 +94,7 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
         # full passes, which otherwise stalled a 1,000-tool listing by ~130 ms at random.
         gc.collect()
         gc.freeze()
-        gateway = gateway_module.McpGateway(manager, timeout=args.timeout)
+        gateway = gateway_module.McpGateway(manager, timeout=args.timeout, access=access)
         if address is not None:
             async with anyio.create_task_group() as group:
                 http = functools.partial(
