@@ -179,8 +179,15 @@ class AskNotSupportedError(AskError):
 
     The caller gave no handler for it (``on_elicit``, ``on_sample``), it is an MCP client
     that declared no such capability, or an older peer (argentic 0.16) that knows no
-    questions. Check ``context.caller_can(...)`` first to offer another way.
+    questions. Check ``context.caller_can(...)`` first to offer another way. Left
+    uncaught, the call fails with ``error_code`` ``ask_not_supported`` and ``details``
+    ``{"kind": kind}``, so a gateway can tell its client which capability was missing.
     """
+
+    def __init__(self, message: str, *, kind: str | None = None) -> None:
+        super().__init__(message)
+        self.kind = kind
+        """The kind of question: ``elicit``, ``sample`` or ``roots``."""
 
 
 class ToolError(Exception):

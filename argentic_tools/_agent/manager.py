@@ -293,6 +293,7 @@ class ToolManager(AsyncResource):
             None if self._fleet is None else self._fleet.answered,
             self._drops,
             self.logger,
+            None if self.journal is None else self._runner.noted,
         )
 
     # -- lifecycle ------------------------------------------------------------
@@ -471,9 +472,9 @@ class ToolManager(AsyncResource):
             A :class:`TaskResultMessage` on success (its ``result`` the value, its
             ``content`` the tool's content blocks, typed, when it returned some);
             otherwise a :class:`TaskErrorMessage` whose ``error`` names the tool and the
-            cause and whose ``error_code`` is one of ``not_found``,
-            ``not_enabled``, ``invalid_arguments``, ``invalid_output``,
-            ``execution_error``, ``timeout``, ``tool_offline`` or ``cancelled``.
+            cause and whose ``error_code`` is one of ``not_found``, ``not_enabled``,
+            ``invalid_arguments``, ``invalid_output``, ``execution_error``,
+            ``ask_not_supported``, ``timeout``, ``tool_offline`` or ``cancelled``.
 
         """
         options = CallOptions(

@@ -38,6 +38,8 @@ class Responses:
         stats_answered: Takes the ``fleet_stats`` answers (None: the manager has no inbox).
         drops: Where dropped messages are logged.
         logger: The manager's logger.
+        noted: Told of each progress report and question of a pending call (the
+            manager's journal keeps the latest).
 
     """
 
@@ -50,6 +52,7 @@ class Responses:
         stats_answered: Callable[[ToolStatsMessage], None] | None,
         drops: DropLog,
         logger: "logging.Logger | InstanceLogger",
+        noted: Callable[[ToolProgressMessage | ToolAskMessage], None] | None = None,
     ) -> None:
         self._topics = topics
         self._max_payload_bytes = max_payload_bytes
@@ -58,6 +61,7 @@ class Responses:
         self._stats_answered = stats_answered
         self._drops = drops
         self._logger = logger
+        self._noted = noted
 
     def route(self, message: IncomingMessage) -> None:
         """Route one message that came on a response topic."""
@@ -76,8 +80,12 @@ class Responses:
             return
         if isinstance(result, ToolProgressMessage | ToolPartialMessage):
             problem = self._calls.update(result, tool_id)
+            if problem is None and self._noted is not None and type(result) is ToolProgressMessage:
+                self._noted(result)
         elif isinstance(result, ToolAskMessage | ToolLogMessage):
             problem = self._calls.talk(result, tool_id)
+            if problem is None and self._noted is not None and type(result) is ToolAskMessage:
+                self._noted(result)
         elif not isinstance(result, TaskResultMessage | TaskErrorMessage):
             problem = f"expected a result, got a {result.type} message"
         else:

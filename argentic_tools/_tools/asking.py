@@ -91,6 +91,7 @@ class CallerLine:
         self._enqueue = enqueue
         self._in_loop = in_loop
         self._open: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._kinds: dict[str, AskKind] = {}
         self._asked = 0
         self._log_seq = 0
         self._tokens = float(LOG_BURST)
@@ -117,7 +118,8 @@ class CallerLine:
         if not self.can(kind):
             raise AskNotSupportedError(
                 f"its caller cannot {_WHAT[kind]}; "
-                f"task {self.task_id} says it handles {sorted(self.handles) or 'nothing'}"
+                f"task {self.task_id} says it handles {sorted(self.handles) or 'nothing'}",
+                kind=kind,
             )
         if self.closed:
             raise AskError("the call is over; nobody can answer")
@@ -129,6 +131,7 @@ class CallerLine:
         ask_id = str(self._asked)
         answer: asyncio.Future[dict[str, Any]] = self._loop.create_future()
         self._open[ask_id] = answer
+        self._kinds[ask_id] = kind
         try:
             self._enqueue(
                 encode(
@@ -145,6 +148,7 @@ class CallerLine:
             return await answer
         finally:
             self._open.pop(ask_id, None)
+            self._kinds.pop(ask_id, None)
 
     def ask_blocking(self, kind: AskKind, request: dict[str, Any]) -> dict[str, Any]:
         """:meth:`ask` from a sync tool's worker thread: blocks until the answer comes.
@@ -180,8 +184,12 @@ class CallerLine:
             waiting.set_result(answer.result)
             return True
         why = answer.error or "the answer carried neither a result nor an error"
-        exception = AskNotSupportedError if answer.unsupported else AskError
-        waiting.set_exception(exception(f"the caller did not answer: {why}"))
+        text = f"the caller did not answer: {why}"
+        waiting.set_exception(
+            AskNotSupportedError(text, kind=self._kinds.get(answer.ask_id))
+            if answer.unsupported
+            else AskError(text)
+        )
         return True
 
     # -- log records -------------------------------------------------------------------

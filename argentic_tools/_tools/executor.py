@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._errors import AskError, BrokerError, PayloadTooLargeError, ToolError
+from .._errors import AskError, AskNotSupportedError, BrokerError, PayloadTooLargeError, ToolError
 from .._logging import DropLog
 from .._protocol.encoding import encode_fields
 from .._protocol.messages import TaskMessage, TaskResultMessage, TaskStatus
@@ -209,6 +209,9 @@ class TaskExecutor:
             await control.flushed()
         except ToolError as exc:
             return self._fail(task, exc.message, "execution_error", details=exc.details)
+        except AskNotSupportedError as exc:  # its caller cannot answer: say which kind
+            details = None if exc.kind is None else {"kind": exc.kind}
+            return self._fail(task, str(exc), "ask_not_supported", details=details)
         except AskError as exc:  # its caller did not answer: no traceback to log
             return self._fail(task, str(exc), "execution_error")
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply

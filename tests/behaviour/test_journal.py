@@ -56,7 +56,9 @@ async def resumed_results(process: Process) -> list[dict[str, Any]]:
     seen = (await read_until(process.stdout, b"done\n", timeout=90)).decode()
     with anyio.fail_after(30):
         await process.wait()
-    return [json.loads(line) for line in seen.splitlines() if line.startswith("{")]
+    results = [json.loads(line) for line in seen.splitlines() if line.startswith("{")]
+    assert f"{len(results)} observed as reattached" in seen  # what the dashboard marks
+    return results
 
 
 def runs_of(directory: pathlib.Path) -> dict[str, int]:
@@ -148,3 +150,36 @@ async def test_result_reads_an_ended_call_and_refuses_an_unknown_one(
             await manager.result("bad")
     with pytest.raises(ValueError, match="stable client id"):
         ToolManager(Messager(mosquitto.url), topics=topics, journal=journal)
+
+
+async def test_the_journal_keeps_a_running_calls_latest_progress(
+    mosquitto: Mosquitto, tmp_path: pathlib.Path
+) -> None:
+    prefix = f"p{uuid.uuid4().hex[:10]}"
+    topics = Topics.with_prefix(prefix)
+    journal = SqliteJournal(tmp_path / "calls.journal")
+    seen = anyio.Event()
+    async with (
+        ToolProcess("tests.support.long_proc", mosquitto.url, prefix),
+        Messager(mosquitto.url, client_id=f"agent-{prefix}") as messager,
+        ToolManager(messager, topics=topics, journal=journal) as manager,
+    ):
+        await manager.wait_for_tool("steps", timeout=20)
+
+        def reported(progress: float, total: float | None, message: str | None) -> None:
+            if progress >= 2:
+                seen.set()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: manager.execute_tool(
+                    "steps", {"count": 30, "interval": 0.1}, "stepper", on_progress=reported
+                )
+            )
+            with anyio.fail_after(20):
+                await seen.wait()
+            running = await journal.find("stepper")
+            assert running is not None and running.status == "running"
+            assert running.progress is not None and running.progress["progress"] >= 1
+            assert running.progress["total"] == 30
+            group.cancel_scope.cancel()

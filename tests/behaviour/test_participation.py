@@ -187,7 +187,7 @@ async def test_a_caller_without_handlers_makes_the_tool_fail_at_once_with_one_re
             "ask_name", {"label": "nobody", "directory": str(tmp_path)}, timeout=60
         )
     )
-    assert result.error_code == "execution_error"
+    assert result.error_code == "ask_not_supported" and result.details == {"kind": "elicit"}
     assert "ask_name" in result.error and "cannot answer questions" in result.error
     assert (tmp_path / "nobody.refused").exists()
     # A tool that checks first goes on without asking.

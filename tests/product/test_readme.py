@@ -102,12 +102,13 @@ def test_readme_python_blocks_run_against_a_real_broker(
         "cancelled at the tool",
         "cancelled",
     ]
-    assert outputs[4].splitlines() == [
+    assert outputs[4].splitlines() == ["success 15"]  # picked up from the journal
+    assert outputs[5].splitlines() == [
         "{'count': 3, 'max': 3.0}",
         "image/svg+xml text",
         "[resource link q3.pdf: file:///reports/q3.pdf]",
     ]
-    stats, traced = outputs[5].splitlines()
+    stats, traced = outputs[6].splitlines()
     # Every README tool process answered for itself; the call is one span here.
     assert {"add", "crawl", "lines", "chart"} <= set(json.loads(stats.replace("'", '"')))
     assert traced == "['execute_tool add']"

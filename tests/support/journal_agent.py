@@ -11,7 +11,7 @@ import asyncio
 import json
 import sys
 
-from argentic_tools import Messager, ToolManager, Topics
+from argentic_tools import InMemoryRecorder, Messager, ToolManager, Topics
 
 
 async def main(argv: list[str]) -> None:
@@ -27,9 +27,10 @@ async def main(argv: list[str]) -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args(argv)
     topics = Topics.with_prefix(args.topic_prefix)
+    recorder = InMemoryRecorder()
     async with (
         Messager(args.broker, client_id=args.client_id) as messager,
-        ToolManager(messager, topics=topics, journal=args.journal) as manager,
+        ToolManager(messager, topics=topics, journal=args.journal, recorder=recorder) as manager,
     ):
         if args.mode == "start":
             await manager.wait_for_tool("counted", timeout=20)
@@ -52,6 +53,9 @@ async def main(argv: list[str]) -> None:
             return
         async for result in manager.reattached():
             print(json.dumps(result.model_dump(mode="json", exclude_none=True)), flush=True)
+        await manager.flush_observations()
+        marked = sum(1 for o in recorder.observations if o.reattached)
+        print(f"{marked} observed as reattached", flush=True)
         print("done", flush=True)
 
 

@@ -23,8 +23,10 @@ from ..._protocol.messages import (
     STREAM_CREDIT_PROTOCOL,
     TaskErrorMessage,
     TaskStatus,
+    ToolProgressMessage,
     ToolResult,
 )
+from ..._protocol.participation import ToolAskMessage
 from ..._telemetry import (
     CallerMetrics,
     Span,
@@ -224,6 +226,21 @@ class CallRunner:
             lambda call, left: self.resume(call, left, handlers()),
         )
 
+    def noted(self, message: ToolProgressMessage | ToolAskMessage) -> None:
+        """Keep a journaled call's latest progress report, or the question it waits on."""
+        call = self._calls.pending.get(message.task_id)
+        if self._journal is None or call is None or not call.journaled:
+            return
+        if isinstance(message, ToolProgressMessage):
+            state = {
+                "progress": message.progress,
+                "total": message.total,
+                "message": message.message,
+            }
+        else:
+            state = {"asking": message.kind, "ask_id": message.ask_id}
+        self._journal.progressed(call.task_id, state)
+
     def _journal_ended(self, call: Pending, result: ToolResult) -> None:
         """Note the call's outcome in the journal; a call its closing manager left stays open.
 
@@ -282,7 +299,7 @@ class CallRunner:
                 call.participation.close()
             self._calls.forget(call.task_id)
         result = checked(self._source, call, result)
-        return self._ended(spec, span, started, result, _exchanges(call))
+        return self._ended(spec, span, started, result, _exchanges(call), reattached=True)
 
     def _participation(self, call: Pending, handlers: CallerHandlers) -> Participation:
         """The caller's handlers at work for ``call``: they answer on its tool's call topic."""
@@ -383,6 +400,7 @@ class CallRunner:
         started: float,
         result: ToolResult,
         exchanges: list[dict[str, Any]] | None = None,
+        reattached: bool = False,
     ) -> ToolResult:
         """Time, observe and count the call's one result, and end its span."""
         result.duration_ms = (time.perf_counter() - started) * 1000
@@ -390,6 +408,8 @@ class CallRunner:
             result.call_id = spec.call_id
         if self._pump is not None:
             observation = observation_of(result, spec.context, exchanges)
+            if reattached:
+                observation = dataclasses.replace(observation, reattached=True)
             if observation.trace_id is None and spec.traceparent is not None:
                 # The trace the call's span belongs to, when the caller named none.
                 observation = dataclasses.replace(

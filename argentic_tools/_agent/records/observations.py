@@ -53,6 +53,8 @@ class Observation:
     timestamp: float = 0.0
     content: list[dict[str, Any]] | None = None
     exchanges: list[dict[str, Any]] | None = None
+    reattached: bool = False
+    """The call survived its caller's restart: a manager started on its journal picked it up."""
 
     def to_dict(self) -> dict[str, Any]:
         """The observation as a JSON-ready dictionary."""
