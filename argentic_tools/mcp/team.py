@@ -24,17 +24,21 @@ import json
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import mcp_types as types
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.provider import TokenVerifier
-from mcp.server.auth.routes import build_resource_metadata_url, create_protected_resource_routes
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
+from mcp.shared.auth import ProtectedResourceMetadata
 from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
 from pydantic import AnyHttpUrl
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -180,28 +184,38 @@ class TeamAccess:
     # -- HTTP ----------------------------------------------------------------------
 
     def app_options(self) -> dict[str, Any]:
-        """Options for the SDK's ``streamable_http_app``: its bearer auth and metadata."""
+        """Options for the SDK's ``streamable_http_app``: its bearer auth, and the metadata.
+
+        The protected-resource metadata is served here rather than by the SDK, whose
+        model adds a slash to an issuer without a path (RFC 8414 compares issuers as
+        strings: ``http://idp`` is not ``http://idp/``).
+        """
         if self.protection is None:
             return {}
         protection = self.protection
         settings = AuthSettings(
             issuer_url=AnyHttpUrl(protection.authorization_servers[0]),
-            resource_server_url=AnyHttpUrl(protection.resource),
+            resource_server_url=None,
             required_scopes=list(protection.scopes),
-            validate_token_resource=False,  # the verifier checks the audience itself
         )
-        root = create_protected_resource_routes(
-            AnyHttpUrl(protection.resource),
-            [AnyHttpUrl(server) for server in protection.authorization_servers],
-            list(protection.scopes) or None,
-            resource_name="argentic-tools MCP gateway",
-        )[0]
-        at_root = Route("/.well-known/oauth-protected-resource", root.endpoint, methods=["GET"])
-        return {
-            "auth": settings,
-            "token_verifier": protection.verifier,
-            "custom_starlette_routes": [at_root],
+        metadata = {
+            "resource": protection.resource,
+            "authorization_servers": list(protection.authorization_servers),
+            "bearer_methods_supported": ["header"],
+            "resource_name": "argentic-tools MCP gateway",
         }
+        if protection.scopes:
+            metadata["scopes_supported"] = list(protection.scopes)
+        ProtectedResourceMetadata.model_validate(metadata)  # the shape RFC 9728 gives it
+
+        async def serve_metadata(request: Request) -> Response:
+            return JSONResponse(metadata, headers={"Cache-Control": "public, max-age=3600"})
+
+        at = urlsplit(self.metadata_url() or "").path
+        paths = dict.fromkeys([at, "/.well-known/oauth-protected-resource"])
+        routes = [Route(path, serve_metadata, methods=["GET"]) for path in paths]
+        verifier = protection.verifier
+        return {"auth": settings, "token_verifier": verifier, "custom_starlette_routes": routes}
 
     def guard(self, app: Any, path: str) -> None:
         """Put :class:`EndpointGuard` on the endpoint of the SDK's app (in place of its own)."""

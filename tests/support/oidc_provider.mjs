@@ -3,7 +3,8 @@
 //
 //   node oidc_provider.mjs PREFIX PORT CONFIG_JSON   (PREFIX: where npm installed oidc-provider)
 //
-// CONFIG_JSON: {"resource": URL, "scopes": "a b", "clients": [{"id", "secret", "scope", "ttl"}]}
+// CONFIG_JSON: {"resource": URL, "scopes": "a b", "clients": [{"id", "secret", "scope", "ttl"}],
+//               "jwks": {"keys": [private JWKs]} (optional: the signing keys)}
 // A token is issued for the resource the client names (RFC 8707 `resource`), the
 // gateway's by default; its audience is that resource. Prints "listening URL" once up.
 import { pathToFileURL } from "node:url";
@@ -27,6 +28,7 @@ const provider = new Provider(issuer, {
     scope: c.scope,
   })),
   scopes: config.scopes.split(" "),
+  ...(config.jwks ? { jwks: config.jwks } : {}),
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },

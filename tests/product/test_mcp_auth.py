@@ -1,0 +1,285 @@
+"""A gateway a team shares: ``mcp serve --http --auth oauth --views FILE`` against a real
+OpenID provider (oidc-provider from npm), with the MCP SDK's client in both protocol eras.
+
+The provider issues client-credentials JWT access tokens for the gateway's resource URL
+(RFC 8707) to three clients: ``reports-bot`` and ``ops-bot`` (each with the gateway's
+scope ``mcp`` and a scope their views key on) and ``no-mcp`` (without ``mcp``).
+"""
+
+import base64
+import contextlib
+import json
+import pathlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+mcp = pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
+
+import httpx2  # noqa: E402
+import mcp_types as types  # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
+
+from tests.support.brokers import Mosquitto, free_port  # noqa: E402
+from tests.support.gateways import http_gateway  # noqa: E402
+from tests.support.oidc import OidcClient, client_token, oidc_provider  # noqa: E402
+from tests.support.processes import ToolProcess, serving  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+
+REPORTS = OidcClient("reports-bot", "reports-secret", "mcp reports")
+OPS = OidcClient("ops-bot", "ops-secret", "mcp ops")
+NO_MCP = OidcClient("no-mcp", "no-mcp-secret", "reports")
+BRIEF = OidcClient("brief-bot", "brief-secret", "mcp reports", ttl=3)
+
+VIEWS = """
+[[view]]
+name = "reports"
+scopes = ["reports"]
+allow = ["whoami", "report_*", "count_*"]
+
+[[view]]
+name = "ops"
+scopes = ["ops"]
+allow = ["whoami", "echo", "ops_*", "count_*", "peek"]
+deny = ["report_*"]
+
+[[limit]]
+tools = ["count_*"]
+rate = 3
+burst = 3
+"""
+
+
+@pytest.fixture(scope="module")
+def team_prefix() -> str:
+    return f"t{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="module")
+def team_tools(mosquitto: Mosquitto, team_prefix: str) -> Iterator[ToolProcess]:
+    names = ("report_sales", "ops_restart", "count_a")
+    module = ("tests.support.team_tools", "--names", ",".join(names))
+    with ToolProcess(module[0], mosquitto.url, team_prefix, *module[1:]) as process:
+        process.wait_registered(mosquitto.url, team_prefix, names)
+        yield process
+
+
+@pytest.fixture(scope="module")
+def test_tools(mosquitto: Mosquitto, team_prefix: str) -> Iterator[ToolProcess]:
+    with serving("tests.support.tool_proc", mosquitto.url, team_prefix, ("echo",)) as process:
+        yield process
+
+
+class Team:
+    """The provider, the gateway and what a test needs to reach them."""
+
+    def __init__(self, issuer: str, url: str, resource: str) -> None:
+        self.issuer = issuer
+        self.url = url
+        self.resource = resource
+
+    async def token(self, client: OidcClient, **options: Any) -> str:
+        return await client_token(self.issuer, client, **options)
+
+
+@pytest.fixture
+async def team(
+    mosquitto: Mosquitto,
+    team_prefix: str,
+    team_tools: ToolProcess,
+    test_tools: ToolProcess,
+    tmp_path: pathlib.Path,
+) -> AsyncIterator[Team]:
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    views = tmp_path / "views.toml"
+    views.write_text(VIEWS, encoding="utf-8")
+    clients = [REPORTS, OPS, NO_MCP, BRIEF]
+    async with oidc_provider(resource, "mcp reports ops", clients) as issuer:
+        options = ["--http", f"127.0.0.1:{port}", "--auth", "oauth", "--issuer", issuer]
+        options += ["--scope", "mcp", "--views", str(views)]
+        async with http_gateway(mosquitto.url, team_prefix, *options) as (url, _):
+            assert url == resource
+            yield Team(issuer, url, resource)
+
+
+@contextlib.asynccontextmanager
+async def connected(
+    url: str, token: str | None, mode: str, **options: Any
+) -> AsyncIterator[Client]:
+    """The MCP SDK's client on ``url``, sending ``token`` as its bearer token."""
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(headers=headers) as http:
+        transport = streamable_http_client(url, http_client=http)
+        async with Client(transport, mode=mode, **options) as client:
+            yield client
+
+
+async def initialize(url: str, token: str | None) -> httpx.Response:
+    """A handshake-era ``initialize`` POST, as any client's first request."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
+        },
+    }
+    headers = {"Accept": "application/json, text/event-stream"}
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    async with httpx.AsyncClient(timeout=10) as http:
+        return await http.post(url, json=body, headers=headers)
+
+
+async def refused_connect(url: str, mode: str) -> Exception:
+    """What the SDK's client raises when it connects without a token."""
+    try:
+        with anyio.fail_after(20):
+            async with connected(url, None, mode) as client:
+                await client.list_tools()
+    except Exception as exc:
+        return exc
+    raise AssertionError("connected without a token")
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
+
+
+def challenge(response: httpx.Response) -> dict[str, str]:
+    """The parameters of a ``WWW-Authenticate: Bearer ...`` header."""
+    value = response.headers["www-authenticate"]
+    assert value.startswith("Bearer")
+    params = {}
+    for part in value.removeprefix("Bearer").split(","):
+        key, _, quoted = part.strip().partition("=")
+        if key:
+            params[key] = quoted.strip('"')
+    return params
+
+
+def claims_of(token: str) -> dict[str, Any]:
+    payload = token.split(".")[1]
+    return dict(json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))))
+
+
+async def test_the_gateway_is_an_oauth_resource_server(team: Team) -> None:
+    """RFC 9728 metadata; 401 without a token, with a foreign or an expired one; 403
+    without the gateway's scope; a valid token gets in."""
+    metadata_url = f"{team.url.removesuffix('/mcp')}/.well-known/oauth-protected-resource/mcp"
+    async with httpx.AsyncClient(timeout=10) as http:
+        for url in (metadata_url, metadata_url.removesuffix("/mcp")):
+            metadata = (await http.get(url)).json()
+            assert metadata["resource"] == team.resource
+            assert metadata["authorization_servers"] == [team.issuer]
+            assert metadata["scopes_supported"] == ["mcp"]
+            assert metadata["bearer_methods_supported"] == ["header"]
+
+    missing = await initialize(team.url, None)
+    assert missing.status_code == 401
+    assert challenge(missing) == {"scope": "mcp", "resource_metadata": metadata_url}
+
+    foreign = await team.token(REPORTS, resource="http://127.0.0.1:1/other")
+    assert claims_of(foreign)["aud"] == "http://127.0.0.1:1/other"
+    for token in (foreign, "not-a-jwt", (await team.token(REPORTS))[:-4] + "AAAA"):
+        refused = await initialize(team.url, token)
+        assert refused.status_code == 401
+        assert challenge(refused)["error"] == "invalid_token"
+        assert challenge(refused)["resource_metadata"] == metadata_url
+
+    no_scope = await initialize(team.url, await team.token(NO_MCP))
+    assert no_scope.status_code == 403
+    assert challenge(no_scope)["error"] == "insufficient_scope"
+    assert challenge(no_scope)["scope"] == "mcp"
+
+    brief = await team.token(BRIEF)
+    assert (await initialize(team.url, brief)).status_code == 200
+    await anyio.sleep(max(0.0, claims_of(brief)["exp"] + 1.05 - time.time()))  # it expires
+    expired = await initialize(team.url, brief)
+    assert expired.status_code == 401
+    assert challenge(expired)["error"] == "invalid_token"
+
+    for mode in ("auto", "legacy"):
+        failure = await refused_connect(team.url, mode)
+        assert [type(leaf) for leaf in leaves(failure)] == [MCPError], repr(failure)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_each_client_sees_and_calls_only_its_view(team: Team, mode: str) -> None:
+    """Views filter tools/list and tools/call alike; the call carries the token's subject."""
+    seen: dict[str, list[str]] = {}
+    for client in (REPORTS, OPS):
+        token = await team.token(client)
+        with anyio.fail_after(30):
+            async with connected(team.url, token, mode) as session:
+                listed = sorted(tool.name for tool in (await session.list_tools()).tools)
+                seen[client.id] = listed
+                result = await session.call_tool("whoami", {})
+                assert not result.is_error, result
+                assert result.structured_content is not None
+                assert result.structured_content["user_id"] == client.id
+                hidden = "ops_restart" if client is REPORTS else "report_sales"
+                with pytest.raises(MCPError, match=f"Unknown tool: {hidden}"):
+                    await session.call_tool(hidden, {})
+                shown = "report_sales" if client is REPORTS else "ops_restart"
+                called = await session.call_tool(shown, {})
+                assert called.structured_content == {"tool": shown, "user_id": client.id}
+    assert seen["reports-bot"] == ["count_a", "report_sales", "whoami"]
+    assert seen["ops-bot"] == ["count_a", "echo", "ops_restart", "whoami"]
+
+
+async def test_a_client_over_its_rate_is_refused_at_once_and_others_are_not(team: Team) -> None:
+    """3 calls a second per client: the 4th is answered 429 with Retry-After."""
+    ops = await team.token(OPS)
+    reports = await team.token(REPORTS)
+    with anyio.fail_after(30):
+        async with connected(team.url, ops, "legacy") as session:
+            outcomes: list[Any] = []
+
+            async def call() -> None:
+                try:
+                    outcomes.append(await session.call_tool("count_a", {}))
+                except Exception as exc:  # the refusal, as the client raises it
+                    outcomes.append(exc)
+
+            async with anyio.create_task_group() as group:
+                for _ in range(4):
+                    group.start_soon(call)
+            failed = [o for o in outcomes if not isinstance(o, types.CallToolResult)]
+            assert len(failed) == 1, outcomes
+            assert "rate limit exceeded" in str(failed[0])
+        async with connected(team.url, reports, "legacy") as session:
+            result = await session.call_tool("count_a", {})
+            assert result.structured_content == {"tool": "count_a", "user_id": "reports-bot"}
+    # On the wire: 429 before the call, with Retry-After and the JSON-RPC error's hint.
+    answers: list[httpx.Response] = []
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "count_a"}}
+    headers = {"Authorization": f"Bearer {ops}", "Accept": "application/json, text/event-stream"}
+    async with httpx.AsyncClient(timeout=10) as http:
+
+        async def post() -> None:
+            answers.append(await http.post(team.url, json=body, headers=headers))
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                for _ in range(4):
+                    group.start_soon(post)
+    too_many = [answer for answer in answers if answer.status_code == 429]
+    assert too_many, [answer.status_code for answer in answers]
+    assert too_many[0].headers["retry-after"] == "1"
+    error = too_many[0].json()["error"]
+    assert error["message"].startswith("rate limit exceeded: 3 calls a second for tool count_a")
+    assert 0 < error["data"]["retryAfter"] <= 1 / 3 + 0.01
