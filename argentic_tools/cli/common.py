@@ -186,19 +186,26 @@ def messager_from(
         raise CliError(f"--broker {url or args.broker!r}: {exc}") from None
 
 
-def manager_for(messager: Messager, topics: Topics, log_level: str) -> ToolManager:
-    """A ToolManager on ``messager`` using ``topics``."""
-    return ToolManager(messager, log_level=log_level, topics=topics)
+def manager_for(
+    messager: Messager, topics: Topics, log_level: str, recorder: Any = None
+) -> ToolManager:
+    """A ToolManager on ``messager`` using ``topics`` (observed by ``recorder``, if any)."""
+    return ToolManager(messager, log_level=log_level, topics=topics, recorder=recorder)
 
 
 @contextlib.asynccontextmanager
-async def connected_manager(args: argparse.Namespace) -> AsyncIterator[ToolManager]:
-    """Connect, start a ToolManager (which makes live tools register again), yield it."""
+async def connected_manager(
+    args: argparse.Namespace, recorder: Any = None
+) -> AsyncIterator[ToolManager]:
+    """Connect, start a ToolManager (which makes live tools register again), yield it.
+
+    ``recorder`` (an ``ObservationRecorder``) gets one observation per call.
+    """
     topics = topics_from(args)
     messager = messager_from(args)
     await messager.connect()
     try:
-        manager = manager_for(messager, topics, args.log_level)
+        manager = manager_for(messager, topics, args.log_level, recorder)
         await manager.async_init()
         try:
             yield manager

@@ -18,7 +18,7 @@ import anyio
 from .. import start_metrics_server
 from .._errors import BrokerError
 from .common import EXIT_OK, CliError, StopRequest, connected_manager, settle
-from .mcp_team import team_access
+from .mcp_team import audit_of, team_access
 
 
 def _load(module: str) -> ModuleType:
@@ -84,7 +84,7 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
             raise CliError(f"--metrics-port {args.metrics_port}: {exc}") from None
     async with contextlib.AsyncExitStack() as stack:
         try:
-            manager = await stack.enter_async_context(connected_manager(args))
+            manager = await stack.enter_async_context(connected_manager(args, audit_of(args)))
         except BrokerError as exc:
             if address is None:  # tell the MCP client why, not only our stderr
                 await gateway_module.refuse_stdio(f"argentic-tools mcp serve: {exc}")

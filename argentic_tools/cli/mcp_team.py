@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import JsonLinesRecorder
 from .common import EXIT_OK, CliError, connected_manager, settle
 
 
@@ -53,11 +54,25 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="a scope every request needs (repeatable)",
     )
     parser.add_argument(
+        "--audit",
+        default=None,
+        metavar="FILE",
+        help="append every call (tool, arguments, outcome, the caller's subject as user_id)"
+        " to FILE as JSON lines",
+    )
+    parser.add_argument(
         "--views",
         default=None,
         metavar="FILE",
         help="TOML rules: which tools each caller sees and calls, and rate/concurrency limits",
     )
+
+
+def audit_of(args: argparse.Namespace) -> Any:
+    """The recorder of ``--audit FILE`` (one JSON line per call, with its user), or None."""
+    if args.audit is None:
+        return None
+    return JsonLinesRecorder(args.audit)
 
 
 def team_access(args: argparse.Namespace, address: tuple[str, int] | None) -> Any:
@@ -104,7 +119,7 @@ def _protection(args: argparse.Namespace, address: tuple[str, int]) -> Any:
         if not Path(rest[0]).is_file():
             raise CliError(f"--auth keys {rest[0]}: no such file")
         verifier = auth.KeyFileVerifier(rest[0])
-        servers = [args.issuer or resource]
+        servers = [args.issuer] if args.issuer else []  # keys: no authorization server
     else:
         raise CliError(f"--auth {kind}: expected oauth or keys FILE")
     return _mcp("team").Protection(verifier, resource, servers, tuple(args.scope))

@@ -193,8 +193,9 @@ class TeamAccess:
         if self.protection is None:
             return {}
         protection = self.protection
+        servers = list(protection.authorization_servers)
         settings = AuthSettings(
-            issuer_url=AnyHttpUrl(protection.authorization_servers[0]),
+            issuer_url=AnyHttpUrl(servers[0] if servers else protection.resource),
             resource_server_url=None,
             required_scopes=list(protection.scopes),
         )
@@ -206,13 +207,14 @@ class TeamAccess:
         }
         if protection.scopes:
             metadata["scopes_supported"] = list(protection.scopes)
-        ProtectedResourceMetadata.model_validate(metadata)  # the shape RFC 9728 gives it
+        if servers:
+            ProtectedResourceMetadata.model_validate(metadata)  # the shape RFC 9728 gives it
 
         async def serve_metadata(request: Request) -> Response:
             return JSONResponse(metadata, headers={"Cache-Control": "public, max-age=3600"})
 
         at = urlsplit(self.metadata_url() or "").path
-        paths = dict.fromkeys([at, "/.well-known/oauth-protected-resource"])
+        paths = dict.fromkeys([at, "/.well-known/oauth-protected-resource"]) if servers else {}
         routes = [Route(path, serve_metadata, methods=["GET"]) for path in paths]
         verifier = protection.verifier
         return {"auth": settings, "token_verifier": verifier, "custom_starlette_routes": routes}
@@ -231,8 +233,11 @@ class TeamAccess:
         raise RuntimeError(f"the MCP app has no route {path}")  # pragma: no cover
 
     def metadata_url(self) -> str | None:
-        """The protected-resource metadata's address (the 401 challenge points at it)."""
-        if self.protection is None:
+        """The protected-resource metadata's address (the 401 challenge points at it).
+
+        None without an authorization server (API keys): there is nothing to discover.
+        """
+        if self.protection is None or not self.protection.authorization_servers:
             return None
         return str(build_resource_metadata_url(AnyHttpUrl(self.protection.resource)))
 

@@ -8,8 +8,10 @@ scope ``mcp`` and a scope their views key on) and ``no-mcp`` (without ``mcp``).
 
 import base64
 import contextlib
+import hashlib
 import json
 import pathlib
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -21,16 +23,17 @@ import pytest
 
 mcp = pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
+import aiomqtt  # noqa: E402
 import httpx2  # noqa: E402
 import mcp_types as types  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from tests.support.brokers import Mosquitto, free_port  # noqa: E402
-from tests.support.gateways import http_gateway  # noqa: E402
+from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
+from tests.support.gateways import bridged, http_gateway  # noqa: E402
 from tests.support.oidc import OidcClient, client_token, oidc_provider  # noqa: E402
-from tests.support.processes import ToolProcess, serving  # noqa: E402
+from tests.support.processes import ROOT, ToolProcess, serving  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -283,3 +286,179 @@ async def test_a_client_over_its_rate_is_refused_at_once_and_others_are_not(team
     error = too_many[0].json()["error"]
     assert error["message"].startswith("rate limit exceeded: 3 calls a second for tool count_a")
     assert 0 < error["data"]["retryAfter"] <= 1 / 3 + 0.01
+
+
+class ListChanged:
+    """Counts ``notifications/tools/list_changed`` a client receives."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._arrived = anyio.Event()
+
+    async def __call__(self, message: Any) -> None:
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.count += 1
+            self._arrived.set()
+            self._arrived = anyio.Event()
+
+    async def reach(self, count: int) -> None:
+        with anyio.fail_after(30):
+            while self.count < count:
+                await self._arrived.wait()
+
+
+async def test_list_changed_reaches_only_the_clients_whose_view_changed(
+    team: Team, mosquitto: Mosquitto, team_prefix: str
+) -> None:
+    """A new ops tool tells ops-bot, not reports-bot; a new report tool tells reports-bot."""
+    reports_heard, ops_heard = ListChanged(), ListChanged()
+    reports = await team.token(REPORTS)
+    ops = await team.token(OPS)
+    async with (
+        connected(team.url, reports, "legacy", message_handler=reports_heard) as reports_client,
+        connected(team.url, ops, "legacy", message_handler=ops_heard) as ops_client,
+    ):
+        await reports_client.list_tools()
+        await ops_client.list_tools()
+        module = "tests.support.team_tools"
+        async with ToolProcess(module, mosquitto.url, team_prefix, "--names", "ops_new"):
+            await ops_heard.reach(1)
+            assert "ops_new" in [t.name for t in (await ops_client.list_tools()).tools]
+            async with ToolProcess(module, mosquitto.url, team_prefix, "--names", "report_new"):
+                await reports_heard.reach(1)
+                listed = [t.name for t in (await reports_client.list_tools()).tools]
+                assert "report_new" in listed
+                assert "ops_new" not in listed
+                # Both changes have been announced: reports-bot heard only the one it sees.
+                assert reports_heard.count == 1
+                await ops_heard.reach(1)
+                assert ops_heard.count == 1  # report_new is denied to ops
+
+
+async def test_the_token_goes_no_further_than_the_gateway(
+    team: Team, mosquitto: Mosquitto, team_prefix: str, tmp_path: pathlib.Path
+) -> None:
+    """No part of the bearer token on the bus (a spy on '#'), in a bridged server's
+    environment or requests; the tool sees the token's subject as context.user_id."""
+    record = tmp_path / "spy.jsonl"
+    token = await team.token(OPS)
+    seen: list[bytes] = []
+    spy_ready = anyio.Event()
+
+    async def spy() -> None:
+        async with aiomqtt.Client("127.0.0.1", mosquitto.port) as client:
+            await client.subscribe("#")
+            spy_ready.set()
+            async for message in client.messages:
+                seen.append(str(message.topic).encode() + b" " + bytes(message.payload))
+
+    spy_command = [sys.executable, "-m", "tests.support.spy_mcp_server", str(record)]
+    module = "tests.support.team_tools"
+    printer = ToolProcess(module, mosquitto.url, team_prefix, "--names", "ops_print")
+    heard = ListChanged()
+    async with anyio.create_task_group() as group:
+        group.start_soon(spy)
+        with anyio.fail_after(10):
+            await spy_ready.wait()
+        async with connected(team.url, token, "legacy", message_handler=heard) as client:
+            await client.list_tools()
+            async with bridged(mosquitto.url, team_prefix, spy_command), printer:
+                with anyio.fail_after(30):
+                    while True:  # until the gateway lists both
+                        before = heard.count
+                        listed = {t.name for t in (await client.list_tools()).tools}
+                        if {"peek", "ops_print"} <= listed:
+                            break
+                        await heard.reach(before + 1)
+                    assert (await client.call_tool("peek", {"note": "hi"})).content
+                    printed = await client.call_tool("ops_print", {})
+                assert printed.structured_content == {"tool": "ops_print", "user_id": "ops-bot"}
+                await printer.stop()
+                assert printer.process is not None and printer.process.stdout is not None
+                assert b"ops_print user_id=ops-bot" in printer.process.stdout.read()
+        group.cancel_scope.cancel()
+    assert any(b"ops-bot" in message for message in seen)  # the spy saw the call
+    _, payload, signature = token.split(".")
+    for part in (token, payload, signature, payload[:24], signature[:24]):
+        assert not any(part.encode() in message for message in seen)
+    peeked = record.read_text(encoding="utf-8")
+    assert "peeked" not in peeked and '"note": "hi"' in peeked
+    for part in (token, payload, signature, payload[:24], signature[:24]):
+        assert part not in peeked
+
+
+KEY_VIEWS = """
+[[view]]
+subjects = ["ci-*"]
+allow = ["echo", "whoami"]
+"""
+
+
+async def test_api_keys_work_and_a_revoked_key_is_refused_at_once(
+    mosquitto: Mosquitto, team_prefix: str, test_tools: ToolProcess, tmp_path: pathlib.Path
+) -> None:
+    """--auth keys FILE: keys made by `mcp keys`, stored hashed; the file is read again on
+    change; every call is in the --audit trail with its subject."""
+    keys = tmp_path / "keys.toml"
+    made = {}
+    for subject in ("ci-bot", "ci-other"):
+        done = await anyio.run_process(
+            [
+                sys.executable,
+                "-m",
+                "argentic_tools",
+                "mcp",
+                "keys",
+                "--file",
+                str(keys),
+                "--subject",
+                subject,
+                "--scope",
+                "mcp",
+            ],
+            cwd=ROOT,
+            env=child_env(),
+        )
+        made[subject] = done.stdout.decode().strip()
+    stored = keys.read_text(encoding="utf-8")
+    assert (
+        made["ci-bot"] not in stored
+        and hashlib.sha256(made["ci-bot"].encode()).hexdigest() in stored
+    )
+    views = tmp_path / "views.toml"
+    views.write_text(KEY_VIEWS, encoding="utf-8")
+    audit = tmp_path / "audit.jsonl"
+    port = free_port()
+    options = ["--http", f"127.0.0.1:{port}", "--auth", "keys", str(keys), "--scope", "mcp"]
+    options += ["--views", str(views), "--audit", str(audit)]
+    async with http_gateway(mosquitto.url, team_prefix, *options) as (url, _):
+        missing = await initialize(url, None)
+        assert missing.status_code == 401
+        assert "resource_metadata" not in challenge(missing)  # keys: no server to discover
+        assert (await initialize(url, "atk_made-up")).status_code == 401
+        with anyio.fail_after(30):
+            async with connected(url, made["ci-bot"], "legacy") as client:
+                assert sorted(t.name for t in (await client.list_tools()).tools) == [
+                    "echo",
+                    "whoami",
+                ]
+                result = await client.call_tool("whoami", {})
+                assert result.structured_content is not None
+                assert result.structured_content["user_id"] == "ci-bot"
+                # Revoke ci-bot: its next request is refused, ci-other's still served.
+                keys.write_text(
+                    "\n".join(block for block in stored.split("\n\n") if "ci-other" in block),
+                    encoding="utf-8",
+                )
+                with pytest.raises(MCPError):
+                    await client.call_tool("echo", {"message": "again"})
+        assert (await initialize(url, made["ci-bot"])).status_code == 401
+        assert (await initialize(url, made["ci-other"])).status_code == 200
+        with anyio.fail_after(15):
+            while not audit.exists() or "whoami" not in audit.read_text(encoding="utf-8"):
+                await anyio.sleep(0.05)
+    entries = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
+    assert [(e["tool_name"], e["user_id"], e["status"]) for e in entries] == [
+        ("whoami", "ci-bot", "success")
+    ]
+    assert made["ci-bot"] not in audit.read_text(encoding="utf-8")
