@@ -38,7 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import httpx
+import httpx2
 import jwt
 from mcp.server.auth.provider import AccessToken
 
@@ -140,7 +140,7 @@ class JwtVerifier:
                 leeway=self.leeway,
                 options={"require": ["exp", "iss", "aud", "sub"]},
             )
-        except (jwt.PyJWTError, httpx.HTTPError, ValueError) as exc:
+        except (jwt.PyJWTError, httpx2.HTTPError, ValueError) as exc:
             logger.info("bearer token refused: %s", exc)
             return None
         return access_of(token, claims, self.audience)
@@ -165,7 +165,7 @@ class JwtVerifier:
             if self._fetched_at != seen:  # another request fetched meanwhile
                 return
             self._fetched_at = time.monotonic()  # a failed fetch waits its turn too
-            async with httpx.AsyncClient(timeout=FETCH_TIMEOUT) as client:
+            async with httpx2.AsyncClient(timeout=FETCH_TIMEOUT) as client:
                 if self.jwks_uri is None:
                     self.jwks_uri = await self._discover(client)
                 response = await client.get(self.jwks_uri)
@@ -174,7 +174,7 @@ class JwtVerifier:
             self.fetches += 1
             self._keys = {str(key.key_id): key for key in keys if key.public_key_use != "enc"}
 
-    async def _discover(self, client: httpx.AsyncClient) -> str:
+    async def _discover(self, client: httpx2.AsyncClient) -> str:
         for url in metadata_urls(self.issuer):
             response = await client.get(url)
             if response.status_code != 200:

@@ -26,10 +26,13 @@ mcp = pytest.importorskip("mcp", reason="the mcp extra is installed by `make tes
 import aiomqtt  # noqa: E402
 import httpx2  # noqa: E402
 import mcp_types as types  # noqa: E402
+from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: E402
+from jwt.algorithms import RSAAlgorithm  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
+from argentic_tools.mcp.auth import JwtVerifier  # noqa: E402
 from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
 from tests.support.gateways import bridged, http_gateway  # noqa: E402
 from tests.support.oidc import OidcClient, client_token, oidc_provider  # noqa: E402
@@ -462,3 +465,46 @@ async def test_api_keys_work_and_a_revoked_key_is_refused_at_once(
         ("whoami", "ci-bot", "success")
     ]
     assert made["ci-bot"] not in audit.read_text(encoding="utf-8")
+
+
+def signing_key(kid: str) -> dict[str, Any]:
+    """A new RSA private key as a JWK with key id ``kid``."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk: dict[str, Any] = json.loads(RSAAlgorithm.to_jwk(key))
+    return {**jwk, "kid": kid, "alg": "RS256", "use": "sig"}
+
+
+SCOPES = "mcp reports"
+
+
+def keyset(*keys: dict[str, Any]) -> dict[str, Any]:
+    return {"keys": list(keys)}
+
+
+async def test_a_rotated_signing_key_is_fetched_once_and_made_up_key_ids_cost_nothing() -> None:
+    """The verifier finds the JWKS through the issuer's metadata and caches it; a token
+    signed with a key it does not know fetches it again, at most once per interval."""
+    resource = "http://127.0.0.1:9/mcp"
+    port = free_port()
+    first, second = signing_key("first"), signing_key("second")
+    verifier = JwtVerifier(f"http://127.0.0.1:{port}", resource, refetch_seconds=0)
+    async with oidc_provider(resource, SCOPES, [REPORTS], port=port, jwks=keyset(first)) as issuer:
+        old = await client_token(issuer, REPORTS, scope="mcp")
+        access = await verifier.verify_token(old)
+        assert access is not None and access.subject == "reports-bot"
+        assert access.scopes == ["mcp"]  # what the resource allows of the client's scopes
+        assert await verifier.verify_token(old) is not None
+        assert verifier.fetches == 1
+    async with oidc_provider(resource, SCOPES, [REPORTS], port=port, jwks=keyset(second)) as issuer:
+        new = await client_token(issuer, REPORTS, scope="mcp")
+        assert (await verifier.verify_token(new)) is not None  # rotated: fetched again
+        assert verifier.fetches == 2
+        assert await verifier.verify_token(old) is None  # its key is gone from the JWKS
+        careful = JwtVerifier(issuer, resource)  # the default: one refetch per 30 s
+        assert await careful.verify_token(new) is not None
+        header = base64.urlsafe_b64encode(b'{"alg":"RS256","kid":"made-up"}').rstrip(b"=").decode()
+        for _ in range(20):
+            assert await careful.verify_token(f"{header}.e30.c2ln") is None
+        assert careful.fetches == 1
+    # The token's own digest is all the access keeps of it.
+    assert access.token == "sha256:" + hashlib.sha256(old.encode()).hexdigest()

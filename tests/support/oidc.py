@@ -89,6 +89,7 @@ async def client_token(
         form["resource"] = resource
     async with httpx.AsyncClient(timeout=10) as http:
         response = await http.post(f"{issuer}/token", data=form, auth=(client.id, client.secret))
-    response.raise_for_status()
+    if response.status_code != 200:
+        raise RuntimeError(f"{issuer}/token answered {response.status_code}: {response.text}")
     token: str = response.json()["access_token"]
     return token
