@@ -540,7 +540,10 @@ class McpGateway:
         import uvicorn
 
         app = self.server.streamable_http_app(
-            streamable_http_path=path, stateless_http=False, **self.access.app_options()
+            streamable_http_path=path,
+            stateless_http=False,
+            host=host,  # DNS-rebinding protection on loopback; a team's gateway names its host
+            **self.access.app_options(),
         )
         self.access.guard(app, path)
         config = uvicorn.Config(

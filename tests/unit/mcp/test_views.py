@@ -4,6 +4,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,3 +146,36 @@ def test_mcp_views_explain_prints_each_tool_in_or_out_and_why(tmp_path: Path) ->
         "+ search_docs  (allowed by analysts (search_*))",
         "- search_secrets  (denied by analysts (search_secrets))",
     ]
+
+
+def readme_views() -> dict[str, Any]:
+    """The views file of the README's section "Serve a team behind OAuth"."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Serve a team behind OAuth", 1)[1].split("\n## ", 1)[0]
+    fence = "`" * 3
+    block = section.split(fence + "toml\n", 1)[1].split(fence, 1)[0]
+    return tomllib.loads(block)
+
+
+def test_the_readme_views_file_means_what_the_readme_says() -> None:
+    data = readme_views()
+    views, limits = parse_views(data), parse_limits(data)
+    ana = Caller("ana", scopes=frozenset({"tools:read"}))
+    assert views.allows(ana, ["search_docs"], ())
+    assert views.allows(ana, ["weather"], ("read-only",))
+    assert not views.allows(ana, ["search_payroll"], ())
+    assert not views.allows(Caller("ana"), ["search_docs"], ())  # without the scope
+    platform = Caller("root", claims={"groups": ["platform", "ops"]})
+    assert views.allows(platform, ["search_payroll"], ())
+    limits.clock = lambda: 0.0
+    for _ in range(5):
+        limits.admit(ana, "search_docs", ["search_docs"], ())
+    with pytest.raises(LimitExceededError):
+        limits.admit(ana, "search_docs", ["search_docs"], ())
+    with (
+        limits.slot(ana, "a", ["a"], ()),
+        limits.slot(ana, "b", ["b"], ()),
+        pytest.raises(LimitExceededError, match="2 calls at once"),
+        limits.slot(ana, "c", ["c"], ()),
+    ):
+        pass
