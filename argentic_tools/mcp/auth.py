@@ -56,6 +56,10 @@ JWKS_MAX_AGE = 3600.0
 FETCH_TIMEOUT = 10.0
 """Seconds a metadata or JWKS fetch may take."""
 
+RECENT_SECONDS = 2.0
+"""A key file changed this recently is read again on each request: a file system whose
+clock ticks coarsely could show a second change of the same size with the same time."""
+
 KEY_PREFIX = "atk_"
 """How API keys made by :func:`new_api_key` begin (recognisable in a leak scan)."""
 
@@ -257,7 +261,8 @@ class KeyFileVerifier:
             self._keys, self._stamp = {}, None  # no file: no key is valid
             return
         stamp = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
-        if stamp == self._stamp:
+        recent = time.time() - stat.st_mtime < RECENT_SECONDS  # a change within one tick
+        if stamp == self._stamp and not recent:
             return
         try:
             self._keys = load_keys(self.path)

@@ -33,6 +33,7 @@ from mcp.server.auth.provider import TokenVerifier
 from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import ServerRequestContext
+from mcp.server.subscriptions import ListenHandler, SubscriptionBus, ToolsListChanged
 from mcp.shared.auth import ProtectedResourceMetadata
 from mcp.shared.exceptions import MCPError
 from opentelemetry import trace
@@ -142,6 +143,31 @@ class TeamAccess:
         self._sessions[session] = (caller, now)
         return now != before
 
+    def listen_handler(self, bus: SubscriptionBus, listed: Callable[[], Sequence[str]]) -> Any:
+        """The ``subscriptions/listen`` handler (2026-07-28).
+
+        With views, a listener hears ``tools/list_changed`` only when its caller's view changed.
+        """
+        if self.views is None:
+            return ListenHandler(bus)
+
+        async def listen(
+            ctx: ServerRequestContext[Any], params: types.SubscriptionsListenRequestParams
+        ) -> types.SubscriptionsListenResult:
+            caller = self.caller(ctx)
+            seen = [self._view_of(caller, listed())]
+
+            def changed() -> bool:
+                now = self._view_of(caller, listed())
+                if now == seen[0]:
+                    return False
+                seen[0] = now
+                return True
+
+            return await ListenHandler(_ViewBus(bus, changed))(ctx, params)
+
+        return listen
+
     # -- how much ------------------------------------------------------------------
 
     def refusal(
@@ -240,6 +266,24 @@ class TeamAccess:
         if self.protection is None or not self.protection.authorization_servers:
             return None
         return str(build_resource_metadata_url(AnyHttpUrl(self.protection.resource)))
+
+
+class _ViewBus:
+    """A subscription bus that hides a list change from a listener whose view is the same."""
+
+    def __init__(self, bus: SubscriptionBus, changed: Callable[[], bool]) -> None:
+        self._bus = bus
+        self._changed = changed
+
+    async def publish(self, event: Any) -> None:
+        await self._bus.publish(event)
+
+    def subscribe(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        def deliver(event: Any) -> None:
+            if not isinstance(event, ToolsListChanged) or self._changed():
+                listener(event)
+
+        return self._bus.subscribe(deliver)
 
 
 def refused(exc: LimitExceededError) -> types.CallToolResult:

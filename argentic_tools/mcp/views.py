@@ -17,8 +17,9 @@ to everyone). A tool is in the caller's view when a rule that applies allows it 
 no rule that applies denies it: deny wins. A pattern is a tool name (the fleet's name
 or its MCP name), a glob (``search_*``), or ``tag:NAME`` (the tool's discovery tags).
 
-The same view filters ``tools/list``, the list-changed notifications a handshake-era
-connection gets (only when its view changed) and ``tools/call``: a tool outside the
+The same view filters ``tools/list``, the list-changed notifications (a handshake-era
+connection or a 2026-07-28 ``subscriptions/listen`` stream hears one only when its
+caller's view changed) and ``tools/call``: a tool outside the
 view is answered as an unknown tool, so a caller learns nothing of what it cannot use.
 The file may also hold ``[[limit]]`` rules (see :mod:`argentic_tools.mcp.limits`).
 """

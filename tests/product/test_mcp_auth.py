@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
+import anyio.abc
 import httpx
 import pytest
 
@@ -292,7 +293,7 @@ async def test_a_client_over_its_rate_is_refused_at_once_and_others_are_not(team
 
 
 class ListChanged:
-    """Counts ``notifications/tools/list_changed`` a client receives."""
+    """Counts the tools/list_changed a client hears (on its connection or its subscription)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -300,42 +301,64 @@ class ListChanged:
 
     async def __call__(self, message: Any) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
-            self.count += 1
-            self._arrived.set()
-            self._arrived = anyio.Event()
+            self.note()
+
+    def note(self) -> None:
+        self.count += 1
+        self._arrived.set()
+        self._arrived = anyio.Event()
 
     async def reach(self, count: int) -> None:
         with anyio.fail_after(30):
             while self.count < count:
                 await self._arrived.wait()
 
+    async def listen(
+        self, client: Client, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Hear changes on a 2026-07-28 subscription."""
+        async with client.listen(tools_list_changed=True) as changes:
+            task_status.started()
+            async for _ in changes:
+                self.note()
 
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_list_changed_reaches_only_the_clients_whose_view_changed(
-    team: Team, mosquitto: Mosquitto, team_prefix: str
+    team: Team, mosquitto: Mosquitto, team_prefix: str, mode: str
 ) -> None:
     """A new ops tool tells ops-bot, not reports-bot; a new report tool tells reports-bot."""
     reports_heard, ops_heard = ListChanged(), ListChanged()
     reports = await team.token(REPORTS)
     ops = await team.token(OPS)
+    legacy = mode == "legacy"  # on the connection; 2026-07-28: on a subscription
+    on_reports, on_ops = (reports_heard, ops_heard) if legacy else (None, None)
     async with (
-        connected(team.url, reports, "legacy", message_handler=reports_heard) as reports_client,
-        connected(team.url, ops, "legacy", message_handler=ops_heard) as ops_client,
+        connected(team.url, reports, mode, message_handler=on_reports) as reports_client,
+        connected(team.url, ops, mode, message_handler=on_ops) as ops_client,
+        anyio.create_task_group() as group,
     ):
+        if mode == "auto":
+            assert reports_client.protocol_version == "2026-07-28"
+            await group.start(reports_heard.listen, reports_client)
+            await group.start(ops_heard.listen, ops_client)
         await reports_client.list_tools()
         await ops_client.list_tools()
         module = "tests.support.team_tools"
-        async with ToolProcess(module, mosquitto.url, team_prefix, "--names", "ops_new"):
+        async with ToolProcess(module, mosquitto.url, team_prefix, "--names", f"ops_new_{mode}"):
             await ops_heard.reach(1)
-            assert "ops_new" in [t.name for t in (await ops_client.list_tools()).tools]
-            async with ToolProcess(module, mosquitto.url, team_prefix, "--names", "report_new"):
+            assert f"ops_new_{mode}" in [t.name for t in (await ops_client.list_tools()).tools]
+            report = f"report_new_{mode}"
+            async with ToolProcess(module, mosquitto.url, team_prefix, "--names", report):
                 await reports_heard.reach(1)
                 listed = [t.name for t in (await reports_client.list_tools()).tools]
-                assert "report_new" in listed
-                assert "ops_new" not in listed
+                assert report in listed
+                assert f"ops_new_{mode}" not in listed
                 # Both changes have been announced: reports-bot heard only the one it sees.
                 assert reports_heard.count == 1
                 await ops_heard.reach(1)
-                assert ops_heard.count == 1  # report_new is denied to ops
+                assert ops_heard.count == 1  # report tools are denied to ops
+        group.cancel_scope.cancel()
 
 
 async def test_the_token_goes_no_further_than_the_gateway(
