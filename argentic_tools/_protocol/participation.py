@@ -19,7 +19,7 @@ caller gets :class:`~argentic_tools.AskNotSupportedError` at once.
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from .content import ContentBlock, parse_block
 from .messages import BaseMessage, WireModel
@@ -56,13 +56,19 @@ class ElicitRequest(WireModel):
     """A question for the caller (a person, usually): MCP's ``elicitation/create`` params.
 
     ``requested_schema`` is a flat JSON Schema object whose properties are strings,
-    numbers, integers, booleans or enums, as MCP restricts it.
+    numbers, integers, booleans or enums, as MCP restricts it. Fields of a newer MCP
+    revision are kept and passed on unchanged.
     """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     message: str
     """The question, for people."""
     requested_schema: dict[str, Any] = Field(alias="requestedSchema")
     """The answer's shape: ``{"type": "object", "properties": {...}, "required": [...]}``."""
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    """MCP's ``_meta``, passed through (``argentic/input_key`` names the question in a
+    2026-07-28 ``input_required`` result)."""
 
 
 class ElicitResult(WireModel):
@@ -107,7 +113,13 @@ class SamplingMessage(WireModel):
 
 
 class SampleRequest(WireModel):
-    """A completion asked of the caller's model: MCP's ``sampling/createMessage`` params."""
+    """A completion asked of the caller's model: MCP's ``sampling/createMessage`` params.
+
+    Fields this version does not name (``tools``, ``toolChoice``, a newer revision's) are
+    kept and passed on unchanged.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     messages: list[SamplingMessage]
     """The conversation so far."""
@@ -127,6 +139,9 @@ class SampleRequest(WireModel):
     """Context from the caller's other conversations the tool would like included."""
     metadata: dict[str, Any] | None = None
     """Provider-specific metadata, passed through."""
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+    """MCP's ``_meta``, passed through (``argentic/input_key`` names the question in a
+    2026-07-28 ``input_required`` result)."""
 
 
 class SampleResult(WireModel):

@@ -1,9 +1,11 @@
 """``argentic-tools call``: one call, with its progress, its streamed chunks and Ctrl-C.
 
 On a terminal, progress is a bar on stderr; with ``--json`` every event is one
-JSON line on stdout (``{"progress": ...}``, ``{"chunk": ...}``, then
+JSON line on stdout (``{"progress": ...}``, ``{"chunk": ...}``, ``{"log": ...}``, then
 ``{"result": ...}``), for scripts. Chunks of a streaming tool are printed as
-they come. Ctrl-C cancels the call at the tool before the command exits.
+they come. Ctrl-C cancels the call at the tool before the command exits. The tool's
+questions are put to the person at the terminal and its log records printed
+(:mod:`.terminal_caller`).
 """
 
 import argparse
@@ -13,6 +15,7 @@ import re
 import shlex
 import sys
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -39,6 +42,7 @@ from .common import (
 )
 from .content import block_text, content_text, save_content
 from .mcp_target import McpServer, client_module, connected_client, mcp_server_from
+from .terminal_caller import TerminalCaller
 
 DEFAULT_CALL_SECONDS = 30.0
 """How long ``call --mcp`` waits for a result without ``--timeout`` (as calls on the bus)."""
@@ -196,6 +200,16 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
         with CallView(
             args.name, json_lines=args.json, debug=args.debug, save_to=args.save_content
         ) as view:
+            view.asking = can_ask(args)
+            caller = TerminalCaller(
+                stderr,
+                ask=view.asking,
+                log_level=args.tool_log,
+                json_lines=args.json,
+                roots=[Path(root) for root in args.root],
+                pause=view.paused,
+                interrupting=stop.interrupting,
+            )
             stream = manager.stream_tool(
                 args.name,
                 arguments,
@@ -203,12 +217,26 @@ async def call_command(args: argparse.Namespace, stop: StopRequest) -> int:
                 on_progress=view.progress,
                 idle_timeout=args.idle_timeout,
                 max_duration=args.max_duration,
+                **caller.handlers(),
             )
             async with stream:
                 async for chunk in stream:
                     view.chunk(chunk)
     assert stream.result is not None
     return view.finish(stream.result)
+
+
+def can_ask(args: argparse.Namespace) -> bool:
+    """Whether ``call`` may put a tool's questions to a person: stdin is a terminal, not ARGS.
+
+    ``--no-ask`` never asks; ``-`` as ARGS has read stdin already.
+    """
+    if args.no_ask or args.arguments == ["-"] or sys.stdin is None:
+        return False
+    try:
+        return sys.stdin.isatty()
+    except ValueError:  # stdin closed
+        return False
 
 
 async def call_mcp_tool(args: argparse.Namespace, server: McpServer) -> int:
@@ -347,6 +375,8 @@ class CallView:
         self.debug = debug
         self.save_to = Path(save_to) if save_to is not None else None
         self.chunks = 0
+        self.asking = True
+        """Whether the tool's questions were offered to the person (see :func:`can_ask`)."""
         self._bar: Progress | None = None
         self._task: TaskID | None = None
         if not json_lines and stderr.is_terminal:
@@ -373,6 +403,18 @@ class CallView:
     ) -> None:
         if self._bar is not None:
             self._bar.stop()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Put the progress bar away while the block runs (a question is being asked)."""
+        if self._bar is None:
+            yield
+            return
+        self._bar.stop()
+        try:
+            yield
+        finally:
+            self._bar.start()
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         """Show one progress report."""
@@ -409,7 +451,10 @@ class CallView:
             if self.debug and result.traceback:
                 # The tool's own traceback (tools send one when they run with --debug).
                 print(result.traceback.rstrip(), file=sys.stderr)
-            raise CliError(f"{result.error} [{result.error_code}]", EXIT_CALL_FAILED)
+            raise CliError(
+                f"{result.error} [{result.error_code}]{self._unasked_hint(result.error)}",
+                EXIT_CALL_FAILED,
+            )
         if result.content:
             self.show_content(result.content, result.result, result.task_id)
         elif self.json_lines:
@@ -418,6 +463,15 @@ class CallView:
             print_json(result.result)
         # A streamed result was printed chunk by chunk already.
         return EXIT_OK
+
+    def _unasked_hint(self, error: str) -> str:
+        """Why nobody answered a tool that asked, when ``call`` offered it no person."""
+        if self.asking or not any(name in error for name in ("on_elicit", "on_sample")):
+            return ""
+        return (
+            " (call puts a tool's questions to you only when stdin is a terminal and "
+            "--no-ask is not given)"
+        )
 
     def show_content(self, content: list[ContentBlock], value: Any, call: str) -> None:
         """Print a result with content blocks, and save them with ``--save-content``.

@@ -4,7 +4,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -71,6 +71,8 @@ class StopRequest:
     on Python 3.11 drops one that coincides with the awaited result) still ends it.
     An *interactive* command (``top``) is stopped like any other, but Ctrl-C is how
     people leave it: it exits 0, as on its own quit key, without "interrupted".
+    While a question is put to the person at the terminal (:meth:`interrupting`),
+    Ctrl-C ends the question instead, and the command goes on.
     """
 
     def __init__(
@@ -81,13 +83,26 @@ class StopRequest:
         self.received: signal.Signals | None = None
         self.requested = asyncio.Event()
         self._scope = scope
+        self._interrupt: Callable[[], None] | None = None
 
     def request(self) -> None:
         """Ask a graceful command to finish (without a signal: a normal end)."""
         self.requested.set()
 
+    @contextlib.contextmanager
+    def interrupting(self, interrupt: Callable[[], None]) -> Iterator[None]:
+        """While the block runs, Ctrl-C (SIGINT) calls ``interrupt`` instead of stopping."""
+        previous, self._interrupt = self._interrupt, interrupt
+        try:
+            yield
+        finally:
+            self._interrupt = previous
+
     def on_signal(self, sig: signal.Signals) -> None:
         """Handle SIGINT/SIGTERM: a graceful command finishes on the first, others stop at once."""
+        if sig == signal.SIGINT and self._interrupt is not None and self.received is None:
+            self._interrupt()
+            return
         if self.received is None:
             self.received = sig
             self.requested.set()

@@ -2,17 +2,24 @@
 
 The command reads the file itself, read-only: no broker, no manager, and the
 managers writing the file may keep running. It prints a table (time, tool,
-outcome and error code, duration, thread, call and task ids, and the content blocks
-of the calls that returned some, as ``call`` prints them), or with ``--json`` an
-array of the calls with every field, arguments, results and content included.
+outcome and error code, duration, thread, call and task ids, the content blocks
+of the calls that returned some, as ``call`` prints them, and how much each call's
+tool and caller said to each other), or with ``--json`` an array of the calls with
+every field, arguments, results, content and exchanges included.
+
+Given a call's task id or call id, it prints that call in full: its fields, arguments,
+result or error, content, and its exchange with its caller (the tool's questions with
+their answers, its log records) in order.
 """
 
 import argparse
+import json
 import re
 import time
 from datetime import datetime
 from pathlib import Path
 
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -20,8 +27,9 @@ from .._agent.records.history import SqliteRecorder
 from .._agent.records.observations import Observation
 from .._protocol.messages import SUCCESS_STATUSES
 from .commands import print_json
-from .common import EXIT_OK, CliError, print_wide, stderr
+from .common import EXIT_OK, CliError, print_wide, stderr, stdout
 from .content import content_lines
+from .exchange_text import exchange_lines, exchange_summary
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
@@ -48,11 +56,20 @@ def history_command(args: argparse.Namespace) -> int:
             since=since,
             until=until,
             limit=args.limit or None,
+            call=args.call,
         )
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if args.json:
         print_json([call.to_dict() for call in calls])
+        return EXIT_OK
+    if args.call is not None:
+        if not calls:
+            raise CliError(f"no call {args.call!r} in {path} (give its task id or call id)")
+        for number, call in enumerate(calls):
+            if number:
+                stdout.print()
+            print_wide(one_call(call))
         return EXIT_OK
     if not calls:
         stderr.print(f"No calls in {path} match.")
@@ -90,6 +107,9 @@ def calls_table(calls: list[Observation], title: str) -> Table:
     with_content = any(call.content for call in calls)
     if with_content:
         columns.append("Content")
+    with_exchanges = any(call.exchanges for call in calls)
+    if with_exchanges:
+        columns.append("Exchange")
     for column in columns:
         table.add_column(
             column, overflow="fold", justify="right" if column == "Duration" else "left"
@@ -110,5 +130,53 @@ def calls_table(calls: list[Observation], title: str) -> Table:
             call.call_id or "",
             call.task_id,
             *(content if with_content else ()),
+            *([exchange_summary(call.exchanges)] if with_exchanges else ()),
         )
     return table
+
+
+def one_call(call: Observation) -> Group:
+    """One call in full: its fields, arguments, result or error, content, and exchange."""
+    ok = call.status in _SUCCESSES
+    outcome = call.status + (
+        f" {call.error_code}" if call.error_code and call.error_code != call.status else ""
+    )
+    head = Text.assemble(
+        ("Call to ", "bold"),
+        (call.tool_name, "bold"),
+        ": ",
+        (outcome, "green" if ok else "red"),
+        f" in {call.duration_ms:.1f} ms",
+    )
+    fields = [
+        (
+            "Ended",
+            datetime.fromtimestamp(call.timestamp).isoformat(sep=" ", timespec="milliseconds"),
+        ),
+        ("Task id", call.task_id),
+        ("Call id", call.call_id),
+        ("Tool id", call.tool_id),
+        ("Thread", call.thread_id),
+        ("Trace id", call.trace_id),
+    ]
+    parts: list[RenderableType] = [head]
+    parts += [Text(f"  {name}: {value}") for name, value in fields if value]
+    parts.append(Text("Arguments", "bold"))
+    parts.append(Text(_indented(json.dumps(call.arguments, indent=2, ensure_ascii=False))))
+    if ok:
+        parts.append(Text("Result", "bold"))
+        parts.append(Text(_indented(json.dumps(call.result, indent=2, ensure_ascii=False))))
+    else:
+        parts.append(Text("Error", "bold"))
+        parts.append(Text(_indented(call.error or ""), "red"))
+    if call.content:
+        parts.append(Text("Content", "bold"))
+        parts.append(Text(_indented(content_lines(call.content))))
+    if call.exchanges:
+        parts.append(Text(f"Exchange ({exchange_summary(call.exchanges)})", "bold"))
+        parts += [Text("  ") + line for line in exchange_lines(call.exchanges, call.tool_name)]
+    return Group(*parts)
+
+
+def _indented(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())

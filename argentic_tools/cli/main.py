@@ -51,6 +51,7 @@ from .mcp_install import DEFAULT_NAME, TARGETS, install_command
 from .mcp_target import add_mcp_server_arguments
 from .mcp_team import add_commands as add_mcp_team_commands
 from .mcp_team import add_serve_arguments as add_mcp_team_arguments
+from .terminal_caller import shown_level
 
 # -- parser and entry point ------------------------------------------------------------
 
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
             'argentic-tools call calculate \'{"expression": "sqrt(16)"}\'  # one JSON object',
             "argentic-tools call convert_units value=10 from_unit=km to_unit=mi",
             "argentic-tools call current_time --json --timeout 5",
+            "argentic-tools call current_time --tool-log debug --no-ask  # its logs; no questions",
         ),
     )
     call.add_argument("name", help="tool name (or id)")
@@ -189,6 +191,27 @@ def build_parser() -> argparse.ArgumentParser:
         default=5.0,
         help="at most this many seconds to wait for the tool (a name close to a registered "
         "one fails as soon as registrations stop: a typo)",
+    )
+    call.add_argument(
+        "--no-ask",
+        action="store_true",
+        help="never put the tool's questions to you (it learns that its caller cannot answer); "
+        "also so when stdin is not a terminal",
+    )
+    call.add_argument(
+        "--tool-log",
+        type=shown_level,
+        default="info",
+        metavar="LEVEL",
+        help="print the tool's log records from LEVEL up (debug, info, notice, warning, error, "
+        "critical, alert, emergency), or none of them: off",
+    )
+    call.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory the tool may work in, when it asks for its caller's roots (repeatable)",
     )
     add_mcp_server_arguments(call)
     call.set_defaults(run=call_command, log_level="WARNING")
@@ -305,8 +328,17 @@ def build_parser() -> argparse.ArgumentParser:
             "argentic-tools history --history calls.db",
             "argentic-tools history --history calls.db --tool calculate --since 1h",
             "argentic-tools history --history calls.db --outcome error --json --limit 0",
+            "argentic-tools history --history calls.db TASK_ID  # one call, its questions and logs",
         ),
         client=False,
+    )
+    history.add_argument(
+        "call",
+        nargs="?",
+        default=None,
+        metavar="ID",
+        help="show this call in full (its task id or call id): arguments, result or error, "
+        "content, and its exchange with its caller (questions, answers, log records)",
     )
     history.add_argument(
         "--history",
@@ -436,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
         (
             "argentic-tools mcp bridge -- npx -y @modelcontextprotocol/server-everything",
             "argentic-tools mcp bridge --url http://127.0.0.1:8000/mcp",
+            "argentic-tools mcp bridge --root ~/site --server-log-level debug -- python server.py",
         ),
     )
     mcp_bridge.add_argument(
@@ -459,6 +492,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp_bridge.add_argument(
         "--server", default=None, metavar="NAME", help="which server of --config to bridge"
+    )
+    mcp_bridge.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="PATH_OR_URI",
+        help="a root the server may work in (repeatable): a directory or a file:// URI;"
+        " the bridge answers the server's roots/list with them (none: no roots declared)",
+    )
+    mcp_bridge.add_argument(
+        "--server-log-level",
+        default="info",
+        choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
+        metavar="LEVEL",
+        help="the least severe of the server's log records to ask for (debug, info, notice,"
+        " warning, error, ...); each reaches the caller of the call it comes during",
     )
     mcp_bridge.add_argument(
         "server_command",

@@ -170,12 +170,18 @@ async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int
     env |= env_pairs(args.env)
     if env and args.url:
         raise CliError("-e KEY=VALUE is for a server started as a command, not for --url")
+    try:
+        roots = [_load("server_requests").root_from(root) for root in args.root]
+    except ValueError as exc:
+        raise CliError(f"--root {exc}") from None
     bridge = bridge_module.McpBridge(
         args.broker,
         command=command or None,
         url=args.url,
         env=env,
         topic_prefix=args.topic_prefix,
+        roots=roots,
+        server_log_level=args.server_log_level,
         tls_params=None,
     )
     not_found = _load("server_process").ServerNotFoundError

@@ -27,6 +27,9 @@ Everything is bounded: the recent calls, the calls still pending, the size of th
 arguments, results and content blocks kept, and the latency samples (per tool, in
 buckets of :data:`BUCKET_SECONDS` over :data:`WINDOW_SECONDS`).
 
+A call's questions, answers and log records (its exchange with its caller) are kept
+for its details, within bounds of their own (:mod:`.exchanges`).
+
 A result's content blocks are kept in MCP's JSON shapes for the call's details (the
 page shows images and plays audio of the types a browser renders safely), up to
 :data:`CONTENT_BYTES` of data per call, in order; past that, a block is kept as its
@@ -51,7 +54,9 @@ from .._protocol.messages import (
     ToolCancelMessage,
     ToolResult,
 )
+from .._protocol.participation import ToolAnswerMessage, ToolAskMessage, ToolLogMessage
 from .._telemetry.tracing import trace_id_of
+from .exchanges import KeptExchanges
 
 RECENT_CALLS = 500
 """Ended calls kept for the list and their details."""
@@ -120,6 +125,8 @@ class CallRecord:
     via_bus: bool = True
     """False for a call of the dashboard's own form that never reached the bus."""
     task_seen: bool = False
+    exchanges: KeptExchanges | None = None
+    """The tool's questions, their answers and its log records, once there is one."""
 
     def summary(self) -> dict[str, Any]:
         """The fields of the list row."""
@@ -137,6 +144,7 @@ class CallRecord:
             "duration_ms": self.shown_duration_ms,
             "error": error,
             "error_code": self.error_code,
+            "exchanges": len(self.exchanges) if self.exchanges is not None else 0,
         }
 
     def detail(self) -> dict[str, Any]:
@@ -155,6 +163,7 @@ class CallRecord:
             "observed_duration_ms": self.duration_ms,
             "cancel_reason": self.cancel_reason,
             "via_bus": self.via_bus,
+            "exchanges": self.exchanges.shapes() if self.exchanges is not None else None,
         }
 
     @property
@@ -267,6 +276,27 @@ class CallLog:
             )
             record.content = kept_content(message.content)
         return record
+
+    def exchange(
+        self, message: ToolAskMessage | ToolAnswerMessage | ToolLogMessage, payload_bytes: int
+    ) -> CallRecord | None:
+        """A question, answer or log record of a call seen; its record when it was kept.
+
+        One of a call the dashboard does not know (its task not seen) is not kept.
+        """
+        record = self._by_id.get(message.task_id)
+        if record is None:
+            return None
+        if record.exchanges is None:
+            record.exchanges = KeptExchanges()
+        at_ms = (time.monotonic() - record.started) * 1000 if record.started is not None else None
+        if isinstance(message, ToolAskMessage):
+            kept = record.exchanges.asked(message, payload_bytes, at_ms)
+        elif isinstance(message, ToolAnswerMessage):
+            kept = record.exchanges.answered(message, payload_bytes)
+        else:
+            kept = record.exchanges.logged(message, payload_bytes, at_ms)
+        return record if kept else None
 
     def local_result(
         self, result: ToolResult, arguments: Any, thread_id: str | None

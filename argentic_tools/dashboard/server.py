@@ -11,7 +11,8 @@ Routes:
 - ``GET /``: the page (``static/``: one HTML file, its script and its style sheet);
 - ``GET /api/events``: server-sent events (see :mod:`.events`);
 - ``GET /api/state``: the snapshot the event stream starts with, as JSON;
-- ``GET /api/calls/{task_id}``: one call's arguments, result or error, trace id;
+- ``GET /api/calls/{task_id}``: one call's arguments, result or error, trace id, and its
+  exchange with its caller (questions, answers, log records);
 - ``POST /api/call``: ``{"tool", "arguments", "timeout", "thread_id"}``; runs the call
   and answers with its result;
 - ``GET /api/history?tool=&thread=&outcome=&before=&limit=``: older calls, newest
@@ -52,6 +53,7 @@ from .._protocol.messages import (
     ToolCancelMessage,
 )
 from .._protocol.parsing import parse_message
+from .._protocol.participation import ToolAnswerMessage, ToolAskMessage, ToolLogMessage
 from .._transport import IncomingMessage, Messager
 from .access import AccessGuard
 from .calls import BUCKET_SECONDS, WINDOW_SECONDS, CallLog, CallRecord, kept_content
@@ -267,6 +269,8 @@ class Dashboard:
             record = self.calls.task(parsed, size)
         elif isinstance(parsed, ToolCancelMessage):
             self.calls.cancel(parsed)
+        elif isinstance(parsed, ToolAskMessage | ToolAnswerMessage | ToolLogMessage):
+            record = self.calls.exchange(parsed, size)
         if record is not None:
             self._publish_call(record)
 

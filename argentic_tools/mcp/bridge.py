@@ -14,6 +14,14 @@ another schema, a schema too large, one tool more than the manager's
 ``max_tools_per_client``) is logged with the reason and left out; the server's other
 tools are served, and a refusal never restarts the server.
 
+The caller takes part as it would with a tool of its own: the bridge declares
+elicitation, sampling and (given ``roots``) roots to the server, and a question the
+server asks during a call reaches that call's caller (``on_elicit``, ``on_sample``),
+as does a log record it sends during the call (``on_log``); ``roots/list`` is
+answered from ``roots``. How a server's message is tied to its call, and what the
+server is answered when it cannot be, is in :mod:`argentic_tools.mcp.origins` and
+:mod:`argentic_tools.mcp.server_requests`.
+
 A server started as a command gets only the bridge's ``HOME``, ``PATH``, ``SHELL``
 and ``TERM`` (the MCP SDK's rule) plus the variables given as ``env``. A command that
 cannot be run fails at once; a server that exits is logged with its exit status and
@@ -31,8 +39,10 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ConfigDict
 
 from .._errors import RegistrationError, ToolError
@@ -41,7 +51,9 @@ from .._protocol.topics import Topics
 from .._tools.definition import BaseTool
 from .._tools.output import ToolOutput
 from .._tools.service import ToolService
+from .origins import ORIGIN, Origin
 from .server_process import INHERITED, ServerNotFoundError, ServerProcess
+from .server_requests import ServerRequests, declaring
 
 logger = logging.getLogger("argentic_tools.mcp")
 
@@ -103,10 +115,15 @@ class BridgedTool(BaseTool):
             if context is not None:
                 context.report_progress(progress, total, message)
 
+        # The server's questions and log records during this call come back with this
+        # origin (see origins.py): they go to this call's caller, and to no other.
+        token = ORIGIN.set(Origin(context))
         try:
             result = await self.client.call_tool(self.name, kwargs, progress_callback=forward)
         except MCPError as exc:
             raise ToolError(f"the MCP server refused the call: {exc.error.message}") from None
+        finally:
+            ORIGIN.reset(token)
         text = "\n".join(
             block.text for block in result.content if isinstance(block, types.TextContent)
         )
@@ -135,6 +152,10 @@ class McpBridge:
             ``HOME``, ``PATH``, ``SHELL`` and ``TERM`` from the bridge's environment;
             a token it reads from its environment must be given here.
         topic_prefix: Prefix of the protocol topics.
+        roots: The roots the bridge answers the server's ``roots/list`` with (``file://``
+            URIs, each with an optional name); without them the bridge declares no roots.
+        server_log_level: The least severe of the server's log records that the bridge
+            asks for (``logging/setLevel``), for the callers' ``on_log``.
         messager_options: More keyword arguments for the bridge's :class:`Messager`.
 
     Raises:
@@ -150,6 +171,8 @@ class McpBridge:
         url: str | None = None,
         env: Mapping[str, str] | None = None,
         topic_prefix: str | None = None,
+        roots: Sequence[types.Root] = (),
+        server_log_level: types.LoggingLevel = "info",
         **messager_options: Any,
     ) -> None:
         if (command is None) == (url is None):
@@ -170,6 +193,9 @@ class McpBridge:
         """How many times the bridge asked the server for its tools."""
         self.process = ServerProcess(self.command, self.env) if self.command else None
         """The server's process, when it is started as a command."""
+        self.requests = ServerRequests(self.description, roots)
+        """What answers the server's requests and takes its log records."""
+        self.server_log_level: types.LoggingLevel = server_log_level
 
     async def run(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
@@ -235,8 +261,38 @@ class McpBridge:
     def _transport(self) -> Any:
         """What the MCP client connects to: the server's process, or its URL."""
         if self.process is not None:
-            return self.process.connect()
-        return self.url
+            return declaring(self.process.connect())
+        assert self.url is not None
+        return declaring(streamable_http_client(self.url))
+
+    def _client(self, changes: "_Changes") -> Client:
+        """An MCP client of the server that declares what the bridge forwards to callers."""
+        requests = self.requests
+        return Client(
+            self._transport(),
+            message_handler=changes.on_message,
+            elicitation_callback=requests.elicit,
+            sampling_callback=requests.sample,
+            list_roots_callback=requests.list_roots if requests.roots else None,
+            logging_callback=requests.log,
+            log_level=self.server_log_level,
+        )
+
+    async def _set_log_level(self, client: Client) -> None:
+        """Ask a handshake-era server that logs for records at the bridge's level."""
+        if client.server_capabilities.logging is None:
+            return
+        if client.protocol_version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            return  # later eras ask with each request (the client's log_level)
+        try:
+            await client.session.send_request(
+                types.SetLevelRequest(
+                    params=types.SetLevelRequestParams(level=self.server_log_level)
+                ),
+                types.EmptyResult,
+            )
+        except MCPError as exc:
+            logger.info("%s refused logging/setLevel: %s", self.description, exc.error.message)
 
     async def _serve_once(self, serving: Callable[[], None]) -> None:
         """Connect, serve the tools, and follow the server until it dies.
@@ -244,10 +300,8 @@ class McpBridge:
         ``serving`` is called each time the tools on the bus were (re)registered.
         """
         changes = _Changes()
-        async with (
-            Client(self._transport(), message_handler=changes.on_message) as client,
-            anyio.create_task_group() as group,
-        ):
+        async with self._client(changes) as client, anyio.create_task_group() as group:
+            await self._set_log_level(client)
             tools_capability = client.server_capabilities.tools
             notifies = bool(tools_capability and tools_capability.list_changed)
             if notifies:

@@ -5,10 +5,14 @@ The SDK's ``stdio_client`` hides the process, so a server that dies is only an
 same transport (one JSON-RPC message a line on stdin and stdout, the server in its
 own process group) that keeps what a log line needs: the exit status, the last
 lines of stderr (which still reach the bridge's own stderr as they come), and a
-clear error when the command does not exist.
+clear error when the command does not exist. It also tells which call each message
+of the server belongs to, from the order of the messages on the pipe
+(:class:`~argentic_tools.mcp.origins.WireOrder`): each message the server writes
+reaches the MCP client with that :data:`~argentic_tools.mcp.origins.ORIGIN`.
 """
 
 import contextlib
+import contextvars
 import logging
 import os
 import signal
@@ -21,6 +25,14 @@ import anyio.abc
 import mcp_types as types
 from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
+
+from .origins import (
+    OUTSIDE_ANY_CALL,
+    ContextReceiveStream,
+    ContextSendStream,
+    WireOrder,
+    context_with,
+)
 
 logger = logging.getLogger("argentic_tools.mcp")
 
@@ -78,11 +90,14 @@ class ServerProcess:
         self,
     ) -> AsyncIterator[
         tuple[
-            anyio.abc.ObjectReceiveStream[SessionMessage | Exception],
-            anyio.abc.ObjectSendStream[SessionMessage],
+            ContextReceiveStream[SessionMessage | Exception],
+            ContextSendStream[SessionMessage],
         ]
     ]:
         """Start the server; yield the streams an MCP client session reads and writes.
+
+        Each message read comes with the context its handler runs in, where
+        :data:`~argentic_tools.mcp.origins.ORIGIN` says which call it belongs to.
 
         Raises:
             ServerNotFoundError: The command cannot be run.
@@ -101,8 +116,15 @@ class ServerProcess:
             raise ServerNotFoundError(
                 f"cannot start the MCP server {self.command[0]!r}: {exc.strerror}"
             ) from None
-        incoming, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-        write_stream, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
+        incoming, received = anyio.create_memory_object_stream[
+            tuple[contextvars.Context, SessionMessage | Exception]
+        ](0)
+        sending, outgoing = anyio.create_memory_object_stream[
+            tuple[contextvars.Context, SessionMessage]
+        ](0)
+        read_stream = ContextReceiveStream(received)
+        write_stream = ContextSendStream(sending)
+        order = WireOrder()
         stderr_done = anyio.Event()
 
         async def read_stdout() -> None:
@@ -116,14 +138,21 @@ class ServerProcess:
                         *lines, buffer = (buffer + chunk).split(b"\n")
                         for line in lines:
                             if line.strip():
-                                await incoming.send(_parse(line))
+                                item = _parse(line)
+                                origin = (
+                                    order.received(item.message)
+                                    if isinstance(item, SessionMessage)
+                                    else OUTSIDE_ANY_CALL
+                                )
+                                await incoming.send((context_with(origin), item))
             self.exited.set()
 
         async def write_stdin() -> None:
             assert process.stdin is not None
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 async with outgoing:
-                    async for message in outgoing:
+                    async for sender, message in outgoing:
+                        order.sent(message.message, sender)
                         text = message.message.model_dump_json(by_alias=True, exclude_unset=True)
                         await process.stdin.send(text.encode() + b"\n")
 

@@ -7,10 +7,22 @@ from pathlib import Path
 
 import pytest
 
-from argentic_tools import Image, ResourceLink, SqliteRecorder, Text
-from tests.support.cli import one_error_line, run_installed_cli
+from argentic_tools import (
+    CallRef,
+    ElicitRequest,
+    ElicitResult,
+    Image,
+    ResourceLink,
+    SqliteRecorder,
+    Text,
+    Topics,
+)
+from tests.support.brokers import Mosquitto
+from tests.support.cli import lines, one_error_line, run_installed_cli
+from tests.support.clients import manager_with_tools
 from tests.support.media_tools import TINY_PNG
-from tests.support.observations import observation
+from tests.support.observations import EXCHANGES, observation
+from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -96,3 +108,76 @@ async def test_history_shows_content_blocks_as_call_prints_them_and_large_data_a
         {"type": "image", "mimeType": "image/png", "__truncated__": True, "bytes": 100_000}
     ]
     assert calls["mixed"]["content"][1]["data"] == base64.b64encode(TINY_PNG).decode()
+
+
+async def test_history_shows_one_calls_exchange_with_its_caller_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "calls.db"
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, tool_name="pay", exchanges=EXCHANGES))
+        recorder.record(observation(2))
+
+    table = await run_installed_cli("history", "--history", str(path))
+    one = await run_installed_cli("history", "--history", str(path), "call-1")
+    missing = await run_installed_cli("history", "--history", str(path), "task-9")
+
+    assert table.returncode == 0, table.stderr
+    assert "4 questions, 1 log record" in table.stdout.decode()
+    assert one.returncode == 0, one.stderr
+    lines = [line.rstrip() for line in one.stdout.decode().splitlines()]
+    start = lines.index("Exchange (4 questions, 1 log record)")
+    assert lines[start + 1 :] == [
+        "     0.013 s  asked Pay 30 EUR to <b>ACME</b>?",
+        "                  fields: confirm",
+        '              answered {"confirm": true}',
+        "     0.020 s  asked for a completion:",
+        "                  user: Summarise the invoice",
+        "                  user: [image/png, 3.0 KB, not kept]",
+        "              reply from m1: An invoice.",
+        "     0.025 s  asked Sure?",
+        "              declined",
+        "     0.030 s  asked Again?",
+        "              no answer: no person",
+        '     0.040 s  warning  pay (bank): paid late {"days": 2}',
+    ]
+    assert "Call to pay: success" in lines[0]
+    assert missing.returncode == 2
+    assert "no call 'task-9'" in one_error_line(missing)
+
+
+async def test_history_shows_what_a_real_tool_asked_its_caller_and_logged(
+    mosquitto: Mosquitto, prefix: str, topics: Topics, tmp_path: Path
+) -> None:
+    path = tmp_path / "calls.db"
+    logged: list[str] = []
+
+    def yes(request: ElicitRequest, call: CallRef) -> ElicitResult:
+        return ElicitResult(action="accept", content={"confirm": True})
+
+    async with (
+        ToolProcess("tests.support.asking_tools", mosquitto.url, prefix),
+        SqliteRecorder(path) as recorder,
+        manager_with_tools(mosquitto.url, topics, ["pay", "chatty"], recorder=recorder) as manager,
+    ):
+        paid = await manager.execute_tool("pay", {"amount": 5, "to": "Bo"}, on_elicit=yes)
+        chatty = await manager.execute_tool(
+            "chatty", {"lines": 1}, on_log=lambda record, call: logged.append(record.message)
+        )
+        await manager.flush_observations()
+        await recorder.flush()
+    assert paid.ok and chatty.ok, (paid, chatty)
+    assert logged == ["detail 0", "halfway there", "almost done"]
+
+    shown = await run_installed_cli("history", "--history", str(path), paid.task_id)
+    logs = await run_installed_cli("history", "--history", str(path), chatty.task_id)
+
+    assert shown.returncode == 0, shown.stderr
+    text = shown.stdout.decode()
+    assert "Exchange (1 question)" in text
+    assert "asked Pay 5.00 EUR to Bo?" in text
+    assert 'answered {"confirm": true}' in text
+    log_lines = [line.split(" s  ", 1)[-1] for line in lines(logs.stdout) if " s  " in line]
+    assert log_lines == [
+        "debug    chatty: detail 0",
+        'info     chatty (chatty): halfway there {"lines": 1}',
+        "warning  chatty: almost done",
+    ]

@@ -7,16 +7,11 @@ commands print is known exactly. ``top`` runs on a real terminal under tmux.
 
 import contextlib
 import json
-import shlex
-import shutil
 import signal
-import subprocess
-import tempfile
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 import pytest
@@ -32,6 +27,7 @@ from argentic_tools import (
 from tests.support.brokers import Mosquitto, child_env
 from tests.support.cli import cli, connection, one_error_line, run_cli
 from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
+from tests.support.terminal import Tmux, needs_tmux, on_a_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -336,95 +332,14 @@ async def test_top_without_a_terminal_prints_frame_after_frame_until_ctrl_c(
 
 # -- top on a terminal (tmux) ----------------------------------------------------------
 
-needs_tmux = pytest.mark.skipif(
-    shutil.which("tmux") is None,
-    reason="tmux is not installed: the live view of top is tested on a tmux terminal",
-)
-
-
-class Tmux:
-    """A private tmux server (no user config) running one command.
-
-    Its socket lives in ``directory``, a temporary one: tmux leaves the socket file
-    behind when its server is killed.
-    """
-
-    def __init__(self, command: list[str], directory: Path) -> None:
-        self.name = f"top{uuid.uuid4().hex[:10]}"
-        self.socket = directory / "tmux"
-        self.status_file = directory / "status"
-        self.command = command
-
-    async def tmux(self, *args: str) -> str:
-        # COLUMNS and LINES (pytest-xdist's workers have them) would override the pane's size.
-        env = {k: v for k, v in child_env().items() if k not in ("COLUMNS", "LINES")}
-        completed = await anyio.run_process(
-            ["tmux", "-S", str(self.socket), "-f", "/dev/null", *args], env=env, check=True
-        )
-        return completed.stdout.decode(errors="replace")
-
-    async def start(self) -> None:
-        await self.tmux(
-            "new-session",
-            "-d",
-            "-s",
-            self.name,
-            "-x",
-            "120",
-            "-y",
-            "30",
-            "-c",
-            str(ROOT),
-            # The pane's shell records the exit status (tmux's pane_dead_status was found
-            # empty at times on a busy machine), then keeps the pane for the last screen.
-            f"{shlex.join(self.command)}; echo $? > {shlex.quote(str(self.status_file))}; sleep 60",
-        )
-
-    async def screen(self) -> str:
-        return await self.tmux("capture-pane", "-p", "-t", self.name)
-
-    async def wait_for(self, *texts: str, timeout: float = 20) -> str:
-        """The screen once it shows every one of ``texts`` (polled: a screen sends no events)."""
-        screen = ""
-        with anyio.move_on_after(timeout):
-            while True:
-                screen = await self.screen()
-                if all(text in screen for text in texts):
-                    return screen
-                await anyio.sleep(0.2)
-        raise AssertionError(f"not on the screen after {timeout:g} s: {texts}\n{screen}")
-
-    async def exit_status(self, timeout: float = 20) -> int:
-        """The command's exit status, once it has ended."""
-        status = anyio.Path(self.status_file)
-        with anyio.move_on_after(timeout):
-            while True:
-                if await status.exists():
-                    text = (await status.read_text()).strip()
-                    if text:
-                        return int(text)
-                await anyio.sleep(0.2)
-        raise AssertionError(f"still running after {timeout:g} s\n{await self.screen()}")
-
-    async def stop(self) -> None:
-        with contextlib.suppress(subprocess.CalledProcessError):
-            await self.tmux("kill-server")
-
 
 @contextlib.asynccontextmanager
 async def top_on_a_terminal(fleet: Fleet, mosquitto: Mosquitto) -> AsyncIterator[Tmux]:
     command = cli(
         "top", "--interval", "0.3", *fleet.expect_all(), *connection(mosquitto.url, fleet.prefix)
     )
-    # A short path: a Unix socket's path may not be much longer than 100 bytes.
-    with tempfile.TemporaryDirectory(prefix="top-") as directory:
-        session = Tmux(command, Path(directory))
-        await session.start()
-        try:
-            yield session
-        finally:
-            with anyio.CancelScope(shield=True), anyio.fail_after(10):
-                await session.stop()
+    async with on_a_terminal(command) as session:
+        yield session
 
 
 @needs_tmux
@@ -435,10 +350,10 @@ async def test_top_on_a_terminal_shows_the_tools_and_sorts_and_quits_on_keys(
         screen = await session.wait_for(*TEST_TOOLS, f"{REPLICAS} process(es)", "keys:")
         assert f"{len(TEST_TOOLS)} tool(s), {REPLICAS * len(TEST_TOOLS)} instance(s)" in screen
         assert top_rows(screen)["echo"][3] == str(ECHO_CALLS)
-        await session.tmux("send-keys", "-t", session.name, "e")
+        await session.keys("e")
         screen = await session.wait_for("sorted by errors")
         assert next(iter(top_rows(screen))) == "fail"  # the only tool with errors comes first
-        await session.tmux("send-keys", "-t", session.name, "q")
+        await session.keys("q")
         assert await session.exit_status() == 0
 
 
@@ -446,6 +361,6 @@ async def test_top_on_a_terminal_shows_the_tools_and_sorts_and_quits_on_keys(
 async def test_ctrl_c_ends_top_with_status_0(fleet: Fleet, mosquitto: Mosquitto) -> None:
     async with top_on_a_terminal(fleet, mosquitto) as session:
         await session.wait_for("echo", "sorted by")
-        await session.tmux("send-keys", "-t", session.name, "C-c")
+        await session.keys("C-c")
         assert await session.exit_status() == 0
         assert "interrupted" not in await session.screen()

@@ -25,6 +25,9 @@ import pytest
 
 from argentic_tools import (
     CallContext,
+    CallRef,
+    ElicitRequest,
+    ElicitResult,
     Messager,
     SqliteRecorder,
     TaskErrorMessage,
@@ -51,6 +54,7 @@ from tests.support.cli import (
 )
 from tests.support.clients import manager_for, messager_for
 from tests.support.media_tools import HTML
+from tests.support.observations import EXCHANGES, observation
 from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
 
 pytestmark = pytest.mark.anyio
@@ -849,3 +853,119 @@ async def test_a_calls_details_show_images_play_audio_and_keep_html_as_text(
         ],
         "pwned": None,
     }
+
+
+# -- a call's exchange with its caller ---------------------------------------------------
+
+EXCHANGE_ITEMS = """(() => {
+    const box = document.getElementById('detail-exchange-box');
+    const items = [...document.querySelectorAll('#detail-exchange li')];
+    return !box.hidden && items.length > 0 && items.map((item) => [
+        item.dataset.kind,
+        ...[...item.querySelectorAll('.x-question, .x-answer')].map((part) => part.textContent),
+        ...(item.dataset.kind === 'log' ? [item.querySelector('.x-body').textContent] : []),
+    ]);
+})()"""
+"""The details' exchange, one list per item: its kind, then its question and answer (or its
+log line)."""
+
+
+async def test_an_older_calls_details_show_its_questions_answers_and_log_lines(
+    browser: Browser, mosquitto: Mosquitto, topics: Topics, tmp_path: Path
+) -> None:
+    path = tmp_path / "calls.db"
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, tool_name="pay", exchanges=EXCHANGES))
+    async with (
+        messager_for(mosquitto.url, topics) as messager,
+        manager_for(messager, topics) as manager,
+        Messager(mosquitto.url, will_topic=None) as observer,
+        Dashboard(manager, observer, history=path).serving("127.0.0.1", 0) as port,
+    ):
+        page = await open_page(browser, f"http://127.0.0.1:{port}/")
+        row = "document.querySelector('#history-body tr[data-task-id=\"task-1\"]')"
+        await page.wait_for(row, PAGE_TIMEOUT)
+        await page.evaluate(f"{row}.click()")
+        items = await page.wait_for(EXCHANGE_ITEMS, PAGE_TIMEOUT)
+        tags = await page.evaluate("document.querySelectorAll('#detail-exchange b').length")
+    assert items == [
+        [
+            "elicit",
+            "asked: Pay 30 EUR to <b>ACME</b>?\nfields: confirm",
+            'answered {"confirm":true}',
+        ],
+        [
+            "sample",
+            "asked for a completion:\nuser: Summarise the invoice\n"
+            "user: [image/png, 3.0 KB, not kept]",
+            "reply from m1: An invoice.",
+        ],
+        ["elicit", "asked: Sure?", "declined"],
+        ["elicit", "asked: Again?", "no answer: no person"],
+        ["log", 'warning (bank) paid late {"days":2}'],
+    ]
+    assert tags == 0  # the tool's words are text, never markup
+
+
+async def test_a_live_calls_details_show_what_its_tool_asked_and_logged_as_it_happens(
+    browser: Browser, mosquitto: Mosquitto, prefix: str, manager: ToolManager, dashboard: str
+) -> None:
+    async with ToolProcess("tests.support.asking_tools", mosquitto.url, prefix):
+        await manager.wait_for_tool("register", timeout=30)
+        await manager.wait_for_tool("chatty", timeout=30)
+        page = await open_page(browser, dashboard)
+        asked = anyio.Event()
+        answer = anyio.Event()
+
+        async def person(request: ElicitRequest, call: CallRef) -> ElicitResult:
+            asked.set()
+            await answer.wait()  # the page shows the question while it waits
+            return ElicitResult(action="accept", content={"name": "Ada", "age": 36})
+
+        async with anyio.create_task_group() as group:
+            registering: list[Any] = []
+
+            async def register() -> None:
+                registering.append(await manager.execute_tool("register", {}, on_elicit=person))
+
+            group.start_soon(register)
+            with anyio.fail_after(PAGE_TIMEOUT):
+                await asked.wait()
+            row = "document.querySelector('#calls-body tr[data-tool=\"register\"]')"
+            await page.wait_for(row, PAGE_TIMEOUT)
+            await page.evaluate(f"{row}.click()")
+            waiting = await page.wait_for(EXCHANGE_ITEMS, PAGE_TIMEOUT)
+            answer.set()
+        (result,) = registering
+        assert result.ok, result
+        assert waiting == [
+            [
+                "elicit",
+                "asked: Who is registering?\nfields: name, age, colour, toppings, newsletter",
+                "(waiting for the answer)",
+            ]
+        ]
+        # The open details follow the call: the answer shows once it is given.
+        answered = await page.wait_for(
+            f"(() => {{ const items = {EXCHANGE_ITEMS}; "
+            "return items && items[0][2].startsWith('answered') && items; })()",
+            PAGE_TIMEOUT,
+        )
+        assert answered[0][2] == 'answered {"name":"Ada","age":36}'
+
+        chatty = await manager.execute_tool("chatty", {"lines": 1}, on_log=lambda r, c: None)
+        assert chatty.ok, chatty
+        row = f"document.querySelector('tr[data-task-id={js(chatty.task_id)}]')"
+        await page.wait_for(f"{row} && {row}.dataset.status === 'success'", PAGE_TIMEOUT)
+        await page.evaluate(f"{row}.click()")
+        logs = await page.wait_for(
+            # detail-content's task id is set last: the details are complete.
+            f"document.getElementById('detail-content').dataset.taskId === {js(chatty.task_id)}"
+            f" && {EXCHANGE_ITEMS}",
+            PAGE_TIMEOUT,
+        )
+    assert logs == [
+        ["log", "debug detail 0"],
+        ["log", 'info (chatty) halfway there {"lines":1}'],
+        ["log", "warning almost done"],
+    ]

@@ -19,7 +19,14 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
-from argentic_tools import ToolManager, Topics
+from argentic_tools import (
+    CallRef,
+    ElicitRequest,
+    ElicitResult,
+    LogRecord,
+    ToolManager,
+    Topics,
+)
 from argentic_tools.mcp import bridge as bridge_module
 from argentic_tools.mcp.bridge import McpBridge
 from argentic_tools.mcp.server_process import ServerNotFoundError
@@ -283,6 +290,10 @@ async def test_the_cli_bridges_a_server_from_an_mcp_servers_config_with_env(
         (["--config", "{config}"], "has several servers: choose one with --server NAME"),
         (["--config", "{config}", "--server", "nope"], "no server 'nope' (it has one, two)"),
         (["-e", "TOKEN", "--", "x"], "error: -e 'TOKEN': expected KEY=VALUE"),
+        (
+            ["--root", "https://example.com/a", "--", "x"],
+            "error: --root 'https://example.com/a': a root is a path or a file:// URI",
+        ),
     ],
 )
 async def test_the_cli_says_what_is_wrong_with_a_config_or_env_option(
@@ -296,3 +307,49 @@ async def test_the_cli_says_what_is_wrong_with_a_config_or_env_option(
     )
     assert completed.returncode == 2
     assert expected in one_error_line(completed)
+
+
+async def test_a_2026_server_logs_during_a_call_to_that_calls_caller(
+    mosquitto: Mosquitto, prefix: str, manager: ToolManager, tmp_path: Path
+) -> None:
+    # A 2026-07-28 server over stdio, its tool list followed by a subscription that stays
+    # open: the record its call sends still reaches the caller of that call.
+    records: list[tuple[LogRecord, CallRef]] = []
+    logged = anyio.Event()
+
+    def on_log(record: LogRecord, call: CallRef) -> None:
+        records.append((record, call))
+        logged.set()
+
+    async with bridged(mosquitto, prefix, tmp_path / "starts", "--chatty", "--list-changed"):
+        await manager.wait_for_tool("chatty", timeout=30)
+        result = await manager.execute_tool("chatty", {}, on_log=on_log, timeout=10)
+        assert result.ok, result
+        with anyio.fail_after(10):
+            while not records:
+                await anyio.sleep(0.01)
+    ((record, call),) = records
+    assert (record.level, record.message, record.logger) == ("info", "chatty says hi", "chatty")
+    assert call.tool_name == "chatty"
+
+
+async def test_a_2026_servers_input_required_question_reaches_the_caller_of_the_call(
+    mosquitto: Mosquitto, prefix: str, manager: ToolManager, tmp_path: Path
+) -> None:
+    asked: list[tuple[ElicitRequest, CallRef]] = []
+
+    def on_elicit(request: ElicitRequest, call: CallRef) -> ElicitResult:
+        asked.append((request, call))
+        return ElicitResult(action="accept", content={"name": "Ada"})
+
+    async with bridged(mosquitto, prefix, tmp_path / "starts", "--asking"):
+        await manager.wait_for_tool("ask_name", timeout=30)
+        greeted = await manager.execute_tool("ask_name", {}, on_elicit=on_elicit, timeout=10)
+        unanswered = await manager.execute_tool("ask_name", {}, timeout=10)
+    assert greeted.ok, greeted
+    assert greeted.result == "hello Ada"
+    ((request, call),) = asked
+    assert request.message == "Your name?"
+    assert call.tool_name == "ask_name"
+    assert not unanswered.ok
+    assert "cannot answer elicitation requests" in str(unanswered.error)

@@ -38,6 +38,7 @@ def test_readme_has_the_examples_this_test_runs() -> None:
         "# class_tools.py",
         "# long_tools.py",
         "# media_tools.py",
+        "# pay_tools.py",
     ]
 
 
@@ -108,9 +109,15 @@ def test_readme_python_blocks_run_against_a_real_broker(
         "image/svg+xml text",
         "[resource link q3.pdf: file:///reports/q3.pdf]",
     ]
-    stats, traced = outputs[6].splitlines()
+    assert outputs[6].splitlines() == [
+        "pay asks: Pay 30.00 EUR to ACME?",
+        "paid 30.00 EUR to ACME",
+        "pay asks: Pay 30.00 EUR to ACME?",
+        "Tool 'pay' failed: not paid: the payment was not approved",
+    ]
+    stats, traced = outputs[7].splitlines()
     # Every README tool process answered for itself; the call is one span here.
-    assert {"add", "crawl", "lines", "chart"} <= set(json.loads(stats.replace("'", '"')))
+    assert {"add", "crawl", "lines", "chart", "pay"} <= set(json.loads(stats.replace("'", '"')))
     assert traced == "['execute_tool add']"
 
 

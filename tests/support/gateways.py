@@ -5,6 +5,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 import anyio
 from anyio.abc import Process
@@ -66,10 +67,13 @@ async def http_gateway(url: str, prefix: str, *options: str) -> AsyncIterator[tu
 
 
 @contextlib.asynccontextmanager
-async def bridged(url: str, prefix: str, command: Sequence[str]) -> AsyncIterator[McpBridge]:
-    """The MCP server ``command`` bridged onto the broker at ``url``; entered once its tools
-    were offered, left with the bridge and the server stopped."""
-    bridge = McpBridge(url, command=command, topic_prefix=prefix)
+async def bridged(
+    broker: str, prefix: str, command: Sequence[str] | None, **options: Any
+) -> AsyncIterator[McpBridge]:
+    """The MCP server ``command`` bridged onto the broker at ``broker``; entered once its tools
+    were offered, left with the bridge and the server stopped. ``options`` go to
+    :class:`McpBridge` (``url=`` for a server reached over HTTP, with ``command`` None)."""
+    bridge = McpBridge(broker, command=command, topic_prefix=prefix, **options)
     async with anyio.create_task_group() as group:
         with anyio.fail_after(60):
             await group.start(bridge.run)

@@ -25,6 +25,13 @@ line each time it is asked for its tools.
     a tool ``grow`` that adds a tool ``grown`` to the list, silently;
 ``--list-changed``
     ``--grow``, declaring ``tools.listChanged`` and sending the notification;
+``--chatty``
+    a tool ``chatty`` that logs ``chatty says hi`` (info, logger ``chatty``) to the
+    client during its call (``notifications/message``), then answers ``chatty``;
+``--asking``
+    a tool ``ask_name`` that asks the client for a name in a 2026-07-28 ``input_required``
+    result (an ``elicitation/create`` form) and answers ``hello NAME`` once it has it
+    (``declined`` otherwise);
 ``--blocks``
     tools whose results are content blocks other than plain text (:data:`BLOCKS`):
     ``picture`` (an annotated image with ``_meta`` and a text), ``resources`` (embedded
@@ -179,6 +186,22 @@ def tools_from(args: argparse.Namespace) -> list[types.Tool]:
         )
     if args.blocks:
         tools.extend(_block_tools())
+    if args.asking:
+        tools.append(
+            types.Tool(
+                name="ask_name",
+                description="Ask the client for a name, then greet it.",
+                input_schema=_object({}, []),
+            )
+        )
+    if args.chatty:
+        tools.append(
+            types.Tool(
+                name="chatty",
+                description="Log to the client during the call.",
+                input_schema=_object({}, []),
+            )
+        )
     if args.grow or args.list_changed:
         tools.append(
             types.Tool(
@@ -188,6 +211,19 @@ def tools_from(args: argparse.Namespace) -> list[types.Tool]:
             )
         )
     return tools
+
+
+NAME_QUESTION = types.ElicitRequest(
+    params=types.ElicitRequestFormParams(
+        message="Your name?",
+        requested_schema={
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"],
+        },
+    )
+)
+"""What ``ask_name`` asks."""
 
 
 def _record(path: str) -> None:
@@ -222,6 +258,23 @@ def server_for(args: argparse.Namespace) -> tuple[Server[Any], NotificationOptio
                 content=[types.TextContent(type="text", text="it failed on purpose")],
                 is_error=True,
             )
+        elif params.name == "ask_name":
+            answer = (params.input_responses or {}).get("name")
+            if answer is None:
+                return types.InputRequiredResult(  # type: ignore[return-value]
+                    input_requests={"name": NAME_QUESTION}, request_state="asked"
+                )
+            assert isinstance(answer, types.ElicitResult)
+            content = answer.content or {}
+            text = f"hello {content['name']}" if answer.action == "accept" else answer.action
+        elif params.name == "chatty":
+            await ctx.session.send_log_message(
+                level="info",
+                data="chatty says hi",
+                logger="chatty",
+                related_request_id=ctx.request_id,
+            )
+            text = "chatty"
         elif params.name == "grow":
             tools.append(
                 types.Tool(name="grown", description="Added by grow.", input_schema=_object({}, []))
@@ -265,6 +318,8 @@ def main() -> None:
     parser.add_argument("--grow", action="store_true")
     parser.add_argument("--list-changed", action="store_true")
     parser.add_argument("--blocks", action="store_true")
+    parser.add_argument("--chatty", action="store_true")
+    parser.add_argument("--asking", action="store_true")
     args = parser.parse_args()
     if args.require_env and args.require_env not in os.environ:
         print(f"error: {args.require_env} is not set", file=sys.stderr, flush=True)

@@ -6,11 +6,17 @@ test`` runs this module first, and :func:`everything_command` installs it on fir
 too, so a test on a clean clone never lacks it. A second call does no network.
 """
 
+import contextlib
+import os
 import shutil
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import anyio
+
+from tests.support.brokers import free_port
 from tests.support.processes import ROOT
 
 EVERYTHING = "@modelcontextprotocol/server-everything@2026.8.31"
@@ -54,6 +60,29 @@ def everything_command() -> list[str]:
     prefix = Path(_ensure("package", EVERYTHING))
     script = prefix / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
     return [node(), str(script / "index.js"), "stdio"]
+
+
+@contextlib.asynccontextmanager
+async def everything_http() -> AsyncIterator[str]:
+    """server-everything over streamable HTTP on a free local port; yields its MCP URL."""
+    command = everything_command()
+    port = free_port()
+    env = dict(os.environ, PORT=str(port))
+    process = await anyio.open_process([*command[:2], "streamableHttp"], env=env)
+    try:
+        assert process.stderr is not None
+        text = b""
+        with anyio.fail_after(30):
+            while b"listening on port" not in text:
+                text += await process.stderr.receive()
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        with anyio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+        await process.aclose()
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@
 ``history`` command, the dashboard).
 """
 
-import dataclasses
 import json
 import sqlite3
 from datetime import datetime
@@ -38,7 +37,8 @@ CREATE TABLE IF NOT EXISTS calls (
     ended_at REAL NOT NULL,
     arguments TEXT,
     result TEXT,
-    content TEXT
+    content TEXT,
+    exchanges TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_by_time ON calls (ended_at);
 CREATE INDEX IF NOT EXISTS calls_by_tool ON calls (tool_name, ended_at);
@@ -49,25 +49,50 @@ COMMIT;
 
 INSERT = (
     "INSERT INTO calls (call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, "
-    "error_code, error, duration_ms, started_at, ended_at, arguments, result, content) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "error_code, error, duration_ms, started_at, ended_at, arguments, result, content, "
+    "exchanges) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-SELECT = (
-    "SELECT call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, error_code, "
-    "duration_ms, arguments, result, error, ended_at, {content} FROM calls"
-)
+READ: dict[str, str] = {
+    "call_id": "call_id",
+    "task_id": "task_id",
+    "tool_name": "tool_name",
+    "tool_id": "tool_id",
+    "thread_id": "thread_id",
+    "trace_id": "trace_id",
+    "status": "status",
+    "error_code": "error_code",
+    "duration_ms": "duration_ms",
+    "arguments": "arguments",
+    "result": "result",
+    "error": "error",
+    "timestamp": "ended_at",
+    "content": "content",
+    "exchanges": "exchanges",
+}
+"""Each :class:`~argentic_tools.Observation` field read back, and its column."""
+
+SELECT = "SELECT {columns} FROM calls"
+
+JSON_FIELDS = ("arguments", "result", "content", "exchanges")
+"""The fields kept as JSON text."""
+
+ADDED_COLUMNS = ("content", "exchanges")
+"""Columns a history written by an older version lacks (content blocks, then exchanges):
+added when a recorder opens it, read as NULL until then."""
 
 
-def add_content_column(connection: sqlite3.Connection) -> None:
-    """Give a history written before content blocks its ``content`` column."""
-    if "content" in _columns(connection):
-        return
-    try:
-        connection.execute("ALTER TABLE calls ADD COLUMN content TEXT")
-    except sqlite3.OperationalError as exc:
-        if "duplicate column" not in str(exc):  # another process added it just now
-            raise
+def add_new_columns(connection: sqlite3.Connection) -> None:
+    """Give a history written by an older version the columns it lacks (:data:`ADDED_COLUMNS`)."""
+    present = _columns(connection)
+    for column in ADDED_COLUMNS:
+        if column in present:
+            continue
+        try:
+            connection.execute(f"ALTER TABLE calls ADD COLUMN {column} TEXT")
+        except sqlite3.OperationalError as exc:
+            if "duplicate column" not in str(exc):  # another process added it just now
+                raise
 
 
 def _columns(connection: sqlite3.Connection) -> set[str]:
@@ -83,6 +108,7 @@ def read_calls(
     since: float | datetime | None = None,
     until: float | datetime | None = None,
     limit: int | None = 100,
+    call: str | None = None,
 ) -> list[Observation]:
     """The calls kept in the history file ``path``, newest first (as written so far).
 
@@ -101,6 +127,7 @@ def read_calls(
             datetime; a naive datetime is local time).
         until: Only calls that ended before this time.
         limit: The newest calls at most (None: all).
+        call: Only the call (its attempts) with this task id or call id.
 
     Raises:
         FileNotFoundError: There is no file at ``path``.
@@ -116,10 +143,11 @@ def read_calls(
         ("thread_id = ?", thread),
         ("ended_at >= ?", _seconds(since)),
         ("ended_at < ?", _seconds(until)),
+        ("(task_id = ? OR call_id = ?)", call),
     ):
         if value is not None:
             clauses.append(clause)
-            parameters.append(value)
+            parameters += [value] * clause.count("?")
     if outcome is not None:
         clauses.append("(status = ? OR error_code = ?)")
         parameters += [outcome, outcome]
@@ -129,9 +157,13 @@ def read_calls(
     try:
         connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_MS / 1000)
         try:
-            # A history written before content blocks has no content column.
-            content = "content" if "content" in _columns(connection) else "NULL"
-            sql = f"{SELECT.format(content=content)}{where} ORDER BY ended_at DESC, id DESC LIMIT ?"
+            # A history written by an older version lacks the columns added since.
+            present = _columns(connection)
+            selected = ", ".join(
+                column if column in present else "NULL" for column in READ.values()
+            )
+            order = " ORDER BY ended_at DESC, id DESC LIMIT ?"
+            sql = f"{SELECT.format(columns=selected)}{where}{order}"
             rows = connection.execute(sql, parameters).fetchall()
         finally:
             connection.close()
@@ -147,10 +179,8 @@ def _seconds(moment: float | datetime | None) -> float | None:
 
 
 def _observation(row: tuple[Any, ...]) -> Observation:
-    names = [field.name for field in dataclasses.fields(Observation)]
-    # SELECT's columns, in the fields' order; the history does not keep exchanges (yet)
-    values = dict(zip(names[: len(row)], row, strict=True))
-    for name in ("arguments", "result", "content"):
+    values = dict(zip(READ, row, strict=True))
+    for name in JSON_FIELDS:
         if values[name] is not None:
             values[name] = json.loads(values[name])
     return Observation(**values)

@@ -53,7 +53,7 @@ from .calls_table import (
     INSERT,
     SCHEMA,
     TRUNCATED,
-    add_content_column,
+    add_new_columns,
     read_calls,
 )
 from .observations import Observation
@@ -192,6 +192,9 @@ class SqliteRecorder(AsyncResource):
         max_argument_bytes: Arguments and results longer than this as JSON (in UTF-8
             bytes) are replaced by ``{"__truncated__": true, "bytes": N, "preview":
             "<the JSON text, cut>"}``, in this many bytes; longer error messages are cut.
+            Content blocks lose their largest binary data to fit it, and the call's
+            exchanges (its questions, answers and log records) their binary data, their
+            long texts, and then the last exchanges, counted in a final log record.
         batch_size: Rows written in one transaction at most.
         flush_interval: Seconds an observation may wait for others to fill its batch.
         max_pending: Observations queued for the writer at most; beyond that, while
@@ -376,7 +379,7 @@ class SqliteRecorder(AsyncResource):
                 logger.warning("the call history at %s is not in WAL mode (%s)", self.path, mode)
             connection.execute("PRAGMA synchronous = NORMAL")
             connection.executescript(SCHEMA)
-            add_content_column(connection)
+            add_new_columns(connection)
         except BaseException:
             connection.close()
             raise
@@ -510,6 +513,7 @@ class SqliteRecorder(AsyncResource):
             self._json(observation.arguments),
             self._json(observation.result),
             self._content(observation.content),
+            self._exchanges(observation.exchanges),
         )
 
     def _content(self, blocks: list[dict[str, Any]] | None) -> str | None:
@@ -528,6 +532,31 @@ class SqliteRecorder(AsyncResource):
             kept[index] = _without_data(kept[index])
             text = self._encode(kept)
         return self._json(kept)
+
+    def _exchanges(self, exchanges: list[dict[str, Any]] | None) -> str | None:
+        """The call's exchanges as JSON within the cap: each slimmed, then the first that fit.
+
+        Binary data (an image a tool showed the caller's model) is replaced by its size and
+        long texts are cut (:func:`_slim`); the exchanges that still do not fit are left
+        out, counted in a last log record, as a call's exchanges past their count are.
+        """
+        if exchanges is None:
+            return None
+        text = self._encode(exchanges)
+        if _size(text) <= self.max_argument_bytes:
+            return text
+        limit = max(64, self.max_argument_bytes // 8)
+        budget = self.max_argument_bytes - _size(self._encode(_not_kept(len(exchanges)))) - 2
+        kept: list[Any] = []
+        for index, exchange in enumerate(exchanges):
+            slim = _slim(exchange, limit)
+            size = _size(self._encode(slim)) + 1
+            if size > budget:
+                kept.append(_not_kept(len(exchanges) - index))
+                break
+            kept.append(slim)
+            budget -= size
+        return self._encode(kept)
 
     def _json(self, value: Any) -> str | None:
         if value is None:
@@ -564,6 +593,7 @@ class SqliteRecorder(AsyncResource):
         since: float | datetime | None = None,
         until: float | datetime | None = None,
         limit: int | None = 100,
+        call: str | None = None,
     ) -> list[Observation]:
         """The calls kept in the file, newest first (see :func:`read_calls`)."""
         return read_calls(
@@ -574,6 +604,7 @@ class SqliteRecorder(AsyncResource):
             since=since,
             until=until,
             limit=limit,
+            call=call,
         )
 
 
@@ -598,6 +629,32 @@ def _without_data(block: dict[str, Any]) -> dict[str, Any]:
         return {**block, "resource": {**inner, TRUNCATED: True, "bytes": size}}
     stripped = {key: value for key, value in block.items() if key != "data"}
     return {**stripped, TRUNCATED: True, "bytes": size}
+
+
+def _slim(value: Any, limit: int) -> Any:
+    """``value`` with binary data replaced by its size and strings past ``limit`` cut."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else f"{value[:limit]}… [cut: {_size(value)} bytes]"
+    if isinstance(value, list):
+        return [_slim(item, limit) for item in value]
+    if not isinstance(value, dict):
+        return value
+    if _binary(value) is not None and value.get("type") in ("image", "audio", "resource"):
+        value = _without_data(value)
+    return {key: _slim(item, limit) for key, item in value.items()}
+
+
+def _not_kept(count: int) -> dict[str, Any]:
+    """The log record that ends exchanges cut at the history's cap."""
+    return {
+        "kind": "log",
+        "record": {
+            "level": "warning",
+            "message": f"{count} more exchanges not kept (the history's size cap)",
+            "data": None,
+            "logger": None,
+        },
+    }
 
 
 def _text(value: Any) -> str | None:

@@ -115,7 +115,8 @@ function callCells(call) {
 }
 
 function upsertCall(call, atTop = true, count = true) {
-  if (count) countLocally(state.calls.get(call.task_id)?.status, call.status);
+  const before = state.calls.get(call.task_id);
+  if (count) countLocally(before?.status, call.status);
   state.calls.set(call.task_id, call);
   let row = state.rows.get(call.task_id);
   if (row) {
@@ -140,7 +141,9 @@ function upsertCall(call, atTop = true, count = true) {
   row.dataset.status = call.status;
   row.classList.toggle("selected", state.selected === call.task_id);
   $("calls-empty").hidden = state.rows.size > 0;
-  if (state.selected === call.task_id && call.status !== "running") select(call.task_id);
+  // The details follow a call that ends, and one whose tool asks or logs something.
+  const said = before !== undefined && before.exchanges !== call.exchanges;
+  if (state.selected === call.task_id && (call.status !== "running" || said)) select(call.task_id);
 }
 
 function highlight(taskId) {
@@ -165,6 +168,7 @@ async function select(taskId) {
     $("detail-arguments").textContent = "";
     $("detail-outcome").textContent = "";
     $("detail-content-box").hidden = true;
+    $("detail-exchange-box").hidden = true;
     return;
   }
   if (state.selected !== taskId) return;
@@ -202,6 +206,7 @@ function showDetail(call) {
     $("detail-outcome").textContent = `${call.error || ""}${details}`;
   } else $("detail-outcome").textContent = pretty(call.result);
   $("detail-content-box").hidden = !renderContent($("detail-content"), failed ? null : call.content);
+  $("detail-exchange-box").hidden = !renderExchange($("detail-exchange"), call.exchanges);
   $("detail-content").dataset.taskId = call.task_id; // last: the details are complete
 }
 
@@ -311,6 +316,89 @@ function renderContent(container, content) {
   return blocks.length > 0;
 }
 
+// -- a call's exchange with its caller ------------------------------------------------
+// The tool's questions with their answers, and its log records, in the order they came
+// (as a call history keeps them: see Observation.exchanges). All of it is text.
+
+function blockSummary(block) {
+  if (!block || typeof block !== "object") return String(block ?? "");
+  if (block.type === "text") return String(block.text ?? "");
+  const size = typeof block.data === "string" ? fmtBytes(base64Size(block.data)) : fmtBytes(block.bytes);
+  const kept = block[TRUNCATED] ? ", not kept" : "";
+  if (block.type === "image" || block.type === "audio") return `[${block.mimeType || block.type}, ${size}${kept}]`;
+  return `[${block.type || "block"}${kept}]`;
+}
+
+const blocksOf = (content) => (Array.isArray(content) ? content : [content]).map(blockSummary);
+
+function questionText(kind, request) {
+  if (request[TRUNCATED]) return `asked (${kind}, ${fmtBytes(request.bytes)}, not kept)${request.message ? `: ${request.message}` : ""}`;
+  if (kind === "elicit") {
+    const fields = Object.keys(request.requestedSchema?.properties || {});
+    return `asked: ${request.message ?? ""}${fields.length ? `\nfields: ${fields.join(", ")}` : ""}`;
+  }
+  if (kind === "sample") {
+    const lines = request.systemPrompt ? [`system: ${request.systemPrompt}`] : [];
+    for (const message of request.messages || []) {
+      for (const text of blocksOf(message.content)) lines.push(`${message.role}: ${text}`);
+    }
+    return ["asked for a completion:", ...lines].join("\n");
+  }
+  if (kind === "roots") return "asked for the caller's roots";
+  return `asked (${kind}): ${pretty(request)}`;
+}
+
+function answerOf(kind, exchange) {
+  if (exchange.error !== undefined && exchange.error !== null) return ["error", `no answer: ${exchange.error}`];
+  const answer = exchange.answer;
+  if (!answer || typeof answer !== "object") return ["waiting", "(waiting for the answer)"];
+  if (answer[TRUNCATED]) return ["answered", `answered (${fmtBytes(answer.bytes)}, not kept)`];
+  if (kind === "elicit") {
+    if (answer.action === "accept") return ["answered", `answered ${JSON.stringify(answer.content ?? {})}`];
+    if (answer.action === "decline") return ["declined", "declined"];
+    if (answer.action === "cancel") return ["cancelled", "cancelled"];
+  }
+  if (kind === "sample") return ["answered", `reply from ${answer.model ?? "the model"}: ${blocksOf(answer.content).join(" ")}`];
+  if (kind === "roots") return ["answered", `roots: ${(answer.roots || []).map((root) => root.uri).join(", ") || "none"}`];
+  return ["answered", pretty(answer)];
+}
+
+function logText(record) {
+  const parts = [];
+  if (record.logger) parts.push(`(${record.logger})`);
+  if (record.message) parts.push(String(record.message));
+  if (record.data !== null && record.data !== undefined) parts.push(JSON.stringify(record.data));
+  return parts.join(" ");
+}
+
+function exchangeNode(exchange) {
+  const kind = String(exchange?.kind || "");
+  const item = el("li", { "data-kind": kind });
+  const at = typeof exchange.at_ms === "number" ? `${(exchange.at_ms / 1000).toFixed(3)} s` : "";
+  item.append(el("span", { class: "x-at muted", text: at }));
+  const body = el("div", { class: "x-body" });
+  if (kind === "log") {
+    const record = exchange.record && typeof exchange.record === "object" ? exchange.record : {};
+    item.dataset.level = String(record.level || "");
+    body.append(el("span", { class: "x-level", text: `${record.level || "log"} ` }), logText(record));
+  } else {
+    const request = exchange.request && typeof exchange.request === "object" ? exchange.request : {};
+    const [outcome, text] = answerOf(kind, exchange);
+    body.append(
+      el("div", { class: "x-question", text: questionText(kind, request) }),
+      el("div", { class: "x-answer", text, "data-outcome": outcome }),
+    );
+  }
+  item.append(body);
+  return item;
+}
+
+function renderExchange(container, exchanges) {
+  const items = Array.isArray(exchanges) ? exchanges.filter((x) => x && typeof x === "object") : [];
+  container.replaceChildren(...items.map(exchangeNode));
+  return items.length > 0;
+}
+
 // -- older calls (--history) ------------------------------------------------------------
 
 function fromHistory(observation) {
@@ -329,6 +417,7 @@ function fromHistory(observation) {
     arguments: observation.arguments,
     result: observation.result,
     content: observation.content,
+    exchanges: observation.exchanges,
     started_at: observation.timestamp - observation.duration_ms / 1000,
     ended_at: observation.timestamp,
     duration_ms: observation.duration_ms,

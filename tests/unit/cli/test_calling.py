@@ -1,9 +1,13 @@
 """Arguments on the command line: one JSON object, or NAME=VALUE pairs typed by the schema."""
 
+import argparse
+import io
+
 import pytest
 
 from argentic_tools.cli.calling import (
     ArgumentsError,
+    can_ask,
     parse_arguments,
     suggested_arguments,
     typed_pairs,
@@ -71,3 +75,21 @@ def test_the_tools_schema_suggests_how_to_give_it_plain_words() -> None:
     numbers = {"properties": {"a": {"type": "number"}}, "required": ["a"]}
     assert suggested_arguments("half", "hello", numbers) == "; 'half' takes a: number"
     assert suggested_arguments("now", "hello", {"type": "object"}) == "; 'now' takes no arguments"
+
+
+def test_call_asks_the_person_only_on_a_terminal_and_without_no_ask(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    def options(*arguments: str, no_ask: bool = False) -> argparse.Namespace:
+        return argparse.Namespace(arguments=list(arguments), no_ask=no_ask)
+
+    monkeypatch.setattr("sys.stdin", Terminal())
+    assert can_ask(options("a=1"))
+    assert not can_ask(options("a=1", no_ask=True))
+    assert not can_ask(options("-"))  # ARGS read from stdin: it is no person's any more
+    monkeypatch.setattr("sys.stdin", io.StringIO())
+    assert not can_ask(options("a=1"))

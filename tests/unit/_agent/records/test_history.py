@@ -130,6 +130,7 @@ async def test_query_filters_by_tool_thread_outcome_and_time_newest_first(
         assert ids(outcome="timeout") == ["task-4"]
         assert ids(since=now - 250, until=now - 60) == ["task-3", "task-2"]
         assert ids(limit=2) == ["task-4", "task-3"]
+        assert ids(call="task-2") == ids(call="call-2") == ["task-2"]
         assert recorder.query(outcome="error")[0].error == "boom"
 
 
@@ -182,25 +183,101 @@ async def test_content_blocks_are_kept_and_their_largest_binary_data_elided_past
     assert rows["task-3"].content is None
 
 
-async def test_a_history_written_before_content_blocks_is_read_and_extended(
+ELICIT: dict[str, Any] = {
+    "kind": "elicit",
+    "at_ms": 1.5,
+    "ask_id": "a1",
+    "request": {"message": "Pay 30 EUR?", "requestedSchema": {"type": "object"}},
+    "answer": {"action": "accept", "content": {"confirm": True}},
+}
+LOG: dict[str, Any] = {
+    "kind": "log",
+    "at_ms": 2.0,
+    "record": {"level": "info", "message": "paid", "data": None, "logger": None},
+}
+
+
+async def test_a_calls_exchanges_are_kept_and_read_back(tmp_path: Path) -> None:
+    path = tmp_path / "calls.db"
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, exchanges=[ELICIT, LOG]))
+        recorder.record(observation(2))
+
+    rows = {row.task_id: row for row in SqliteRecorder(path).query()}
+    assert rows["task-1"].exchanges == [ELICIT, LOG]
+    assert rows["task-2"].exchanges is None
+
+
+async def test_exchanges_past_the_cap_lose_binary_data_long_texts_then_the_last_ones(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "calls.db"
-    old_schema = calls_table.SCHEMA.replace(",\n    content TEXT", "")
+    image = Image(b"\x89PNG\r\n\x1a\n" + b"x" * 3000).wire()
+    sample = {
+        "kind": "sample",
+        "at_ms": 1.0,
+        "ask_id": "s1",
+        "request": {"messages": [{"role": "user", "content": image}], "maxTokens": 10},
+        "answer": {"role": "assistant", "content": {"type": "text", "text": "y" * 5000}},
+    }
+    many = [{**LOG, "record": {**LOG["record"], "message": f"line {n}"}} for n in range(100)]
+    async with SqliteRecorder(path, max_argument_bytes=2048) as recorder:
+        recorder.record(observation(1, exchanges=[sample, *many]))
+
+    (row,) = SqliteRecorder(path).query()
+    exchanges = row.exchanges or []
+    assert len(json.dumps(exchanges, ensure_ascii=False, separators=(",", ":"))) <= 2048
+    kept_image = exchanges[0]["request"]["messages"][0]["content"]
+    assert kept_image["__truncated__"] is True and "data" not in kept_image
+    reply = exchanges[0]["answer"]["content"]["text"]
+    assert reply.startswith("yyy") and reply.endswith("[cut: 5000 bytes]")
+    kept_lines = [e["record"]["message"] for e in exchanges[1:-1]]
+    assert kept_lines == [f"line {n}" for n in range(len(kept_lines))]
+    assert 0 < len(kept_lines) < 100
+    last = exchanges[-1]["record"]
+    assert last["level"] == "warning"
+    assert (
+        last["message"]
+        == f"{100 - len(kept_lines)} more exchanges not kept (the history's size cap)"
+    )
+
+
+def old_history(path: Path, columns_added_since: str, column: str, value: str) -> None:
+    """A history as an older version wrote it: without ``columns_added_since``, one call."""
+    old_schema = calls_table.SCHEMA.replace(columns_added_since, "")
     assert old_schema != calls_table.SCHEMA
     with contextlib.closing(sqlite3.connect(path, isolation_level=None)) as connection:
         connection.executescript(old_schema)
         connection.execute(
             "INSERT INTO calls (task_id, tool_name, status, duration_ms, started_at, ended_at, "
-            "result) VALUES ('old', 'a', 'success', 1, ?, ?, '5')",
-            (time.time(), time.time()),
+            f"{column}) VALUES ('old', 'a', 'success', 1, ?, ?, ?)",
+            (time.time(), time.time(), value),
         )
+
+
+async def test_a_history_written_before_content_blocks_is_read_and_extended(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "calls.db"
+    old_history(path, ",\n    content TEXT,\n    exchanges TEXT", "result", "5")
     (old,) = SqliteRecorder(path).query()
     assert (old.result, old.content) == (5, None)
     async with SqliteRecorder(path) as recorder:
-        recorder.record(observation(1, content=[Text("new").wire()]))
-    new, _ = SqliteRecorder(path).query()
+        recorder.record(observation(1, content=[Text("new").wire()], exchanges=[LOG]))
+    new, old = SqliteRecorder(path).query()
     assert new.content == [{"type": "text", "text": "new"}]
+    assert (new.exchanges, old.exchanges) == ([LOG], None)
+
+
+async def test_a_history_written_before_exchanges_is_read_and_extended(tmp_path: Path) -> None:
+    path = tmp_path / "calls.db"
+    old_history(path, ",\n    exchanges TEXT", "content", "[]")
+    (old,) = SqliteRecorder(path).query()
+    assert (old.content, old.exchanges) == ([], None)
+    async with SqliteRecorder(path) as recorder:
+        recorder.record(observation(1, exchanges=[ELICIT]))
+    new, _ = SqliteRecorder(path).query()
+    assert new.exchanges == [ELICIT]
 
 
 async def test_a_recorder_never_closed_writes_its_queue_when_the_interpreter_exits(
