@@ -179,3 +179,39 @@ def test_the_readme_views_file_means_what_the_readme_says() -> None:
         limits.slot(ana, "c", ["c"], ()),
     ):
         pass
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--auth", "oauth"], "--auth protects the HTTP gateway: add --http HOST:PORT"),
+        (["--http", "127.0.0.1:8000", "--auth", "oauth"], "--auth oauth needs --issuer URL"),
+        (["--http", "127.0.0.1:0", "--auth", "oauth", "--issuer", "http://127.0.0.1:9"],
+         "--auth with port 0: give the gateway's URL with --resource URL"),
+        (["--http", "127.0.0.1:8000", "--auth", "keys"], "--auth keys FILE: one key file"),
+        (["--http", "127.0.0.1:8000", "--auth", "tokens"], "--auth tokens: expected oauth or keys"),
+        (["--views", "/nonexistent/views.toml"], "--views /nonexistent/views.toml: No such file"),
+    ],
+)  # fmt: skip
+def test_mcp_serve_says_what_is_wrong_with_its_team_options(
+    options: list[str], says: str, tmp_path: Path
+) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "argentic_tools",
+            "mcp",
+            "serve",
+            "--broker",
+            "mqtt://127.0.0.1:1",
+            *options,
+        ],
+        cwd=ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert says in done.stderr, done.stderr
