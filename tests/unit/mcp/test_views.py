@@ -38,6 +38,15 @@ rate = 1
 shared = true
 """
 
+
+def cli(*args: str) -> "subprocess.CompletedProcess[str]":
+    """``argentic-tools ARGS``, run to its end."""
+    command = [sys.executable, "-m", "argentic_tools", *args]
+    return subprocess.run(
+        command, cwd=ROOT, env=child_env(), capture_output=True, text=True, timeout=60, check=False
+    )
+
+
 ANALYST = Caller("ana", scopes=frozenset({"tools:read"}), claims={"team": "data"})
 
 
@@ -109,37 +118,10 @@ def test_concurrency_limits_hold_a_place_for_the_call() -> None:
 def test_mcp_views_explain_prints_each_tool_in_or_out_and_why(tmp_path: Path) -> None:
     views = tmp_path / "views.toml"
     views.write_text(FILE, encoding="utf-8")
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "argentic_tools",
-            "mcp",
-            "views",
-            "--views",
-            str(views),
-            "--explain",
-            "ana",
-            "--scope",
-            "tools:read",
-            "--claim",
-            "team=bi",
-            "--tool",
-            "search_docs",
-            "--tool",
-            "search_secrets",
-            "--tool",
-            "peek:read-only",
-            "--tool",
-            "drop_table",
-        ],
-        cwd=ROOT,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    explain = ["--explain", "ana", "--scope", "tools:read", "--claim", "team=bi"]
+    tools = ["search_docs", "search_secrets", "peek:read-only", "drop_table"]
+    done = cli("mcp", "views", "--views", str(views), *explain, *[f"--tool={t}" for t in tools])
+    assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "- drop_table  (no rule allows it)",
         "+ peek  (allowed by analysts (tag:read-only))",
@@ -193,25 +175,7 @@ def test_the_readme_views_file_means_what_the_readme_says() -> None:
         (["--views", "/nonexistent/views.toml"], "--views /nonexistent/views.toml: No such file"),
     ],
 )  # fmt: skip
-def test_mcp_serve_says_what_is_wrong_with_its_team_options(
-    options: list[str], says: str, tmp_path: Path
-) -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "argentic_tools",
-            "mcp",
-            "serve",
-            "--broker",
-            "mqtt://127.0.0.1:1",
-            *options,
-        ],
-        cwd=ROOT,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_mcp_serve_says_what_is_wrong_with_its_team_options(options: list[str], says: str) -> None:
+    done = cli("mcp", "serve", "--broker", "mqtt://127.0.0.1:1", *options)
     assert done.returncode != 0
     assert says in done.stderr, done.stderr
