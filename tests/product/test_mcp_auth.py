@@ -55,13 +55,17 @@ allow = ["whoami", "report_*", "count_*"]
 [[view]]
 name = "ops"
 scopes = ["ops"]
-allow = ["whoami", "echo", "ops_*", "count_*", "peek"]
+allow = ["whoami", "echo", "ops_*", "count_*", "peek", "sleep"]
 deny = ["report_*"]
 
 [[limit]]
 tools = ["count_*"]
 rate = 3
 burst = 3
+
+[[limit]]
+tools = ["sleep"]
+concurrency = 1
 """
 
 
@@ -245,7 +249,7 @@ async def test_each_client_sees_and_calls_only_its_view(team: Team, mode: str) -
                 called = await session.call_tool(shown, {})
                 assert called.structured_content == {"tool": shown, "user_id": client.id}
     assert seen["reports-bot"] == ["count_a", "report_sales", "whoami"]
-    assert seen["ops-bot"] == ["count_a", "echo", "ops_restart", "whoami"]
+    assert seen["ops-bot"] == ["count_a", "echo", "ops_restart", "sleep", "whoami"]
 
 
 async def test_a_client_over_its_rate_is_refused_at_once_and_others_are_not(team: Team) -> None:
@@ -290,6 +294,59 @@ async def test_a_client_over_its_rate_is_refused_at_once_and_others_are_not(team
     error = too_many[0].json()["error"]
     assert error["message"].startswith("rate limit exceeded: 3 calls a second for tool count_a")
     assert 0 < error["data"]["retryAfter"] <= 1 / 3 + 0.01
+
+
+async def test_a_call_over_a_concurrency_limit_is_an_error_with_a_retry_hint(team: Team) -> None:
+    """One sleep at a time: of two at once, one is refused at once with isError."""
+    ops = await team.token(OPS)
+    results: list[types.CallToolResult] = []
+    with anyio.fail_after(30):
+        async with connected(team.url, ops, "legacy") as session:
+
+            async def call() -> None:
+                results.append(await session.call_tool("sleep", {"seconds": 3}))
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(call)
+                group.start_soon(call)
+    refused = [result for result in results if result.is_error]
+    assert len(refused) == 1, results
+    assert refused[0].content[0].text == (  # type: ignore[union-attr]
+        "concurrency limit exceeded: 1 calls at once for tool sleep, each client;"
+        " retry when one has finished"
+    )
+    assert refused[0].meta == {"argentic/retryAfter": 1.0}
+
+
+async def test_mcp_views_explains_a_callers_view_of_the_live_fleet(
+    mosquitto: Mosquitto, team_prefix: str, team_tools: ToolProcess, tmp_path: pathlib.Path
+) -> None:
+    views = tmp_path / "views.toml"
+    views.write_text(VIEWS, encoding="utf-8")
+    done = await anyio.run_process(
+        [
+            sys.executable,
+            "-m",
+            "argentic_tools",
+            "mcp",
+            "views",
+            "--broker",
+            mosquitto.url,
+            "--topic-prefix",
+            team_prefix,
+            "--views",
+            str(views),
+            "--explain",
+            "reports-bot",
+            "--scope",
+            "reports",
+        ],
+        cwd=ROOT,
+        env=child_env(),
+    )
+    lines = done.stdout.decode().splitlines()
+    assert "+ report_sales  (allowed by reports (report_*))" in lines
+    assert "- ops_restart  (no rule allows it)" in lines
 
 
 class ListChanged:
