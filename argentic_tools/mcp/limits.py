@@ -117,7 +117,7 @@ class Limits:
                     done.tokens += 1.0
                 wait = (1.0 - bucket.tokens) / rule.rate
                 raise LimitExceededError(
-                    f"rate limit exceeded: {rule.rate:g} calls a second for "
+                    f"rate limit exceeded: {_calls(rule.rate)} a second for "
                     f"{rule.describe(tool)}; retry in {wait:.2f} s",
                     wait,
                 )
@@ -136,7 +136,7 @@ class Limits:
             key = self._key(number, rule, caller, tool)
             if self._running.get(key, 0) >= rule.concurrency:
                 raise LimitExceededError(
-                    f"concurrency limit exceeded: {rule.concurrency} calls at once for "
+                    f"concurrency limit exceeded: {_calls(rule.concurrency)} at once for "
                     f"{rule.describe(tool)}; retry when one has finished",
                     1.0,
                 )
@@ -152,6 +152,10 @@ class Limits:
                     self._running[key] = left
                 else:
                     del self._running[key]
+
+
+def _calls(count: float) -> str:
+    return f"{count:g} call" if count == 1 else f"{count:g} calls"
 
 
 def retry_after_header(seconds: float) -> str:

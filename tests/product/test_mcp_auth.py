@@ -312,7 +312,7 @@ async def test_a_call_over_a_concurrency_limit_is_an_error_with_a_retry_hint(tea
     refused = [result for result in results if result.is_error]
     assert len(refused) == 1, results
     assert refused[0].content[0].text == (  # type: ignore[union-attr]
-        "concurrency limit exceeded: 1 calls at once for tool sleep, each client;"
+        "concurrency limit exceeded: 1 call at once for tool sleep, each client;"
         " retry when one has finished"
     )
     assert refused[0].meta == {"argentic/retryAfter": 1.0}

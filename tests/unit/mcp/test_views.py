@@ -105,7 +105,7 @@ def test_concurrency_limits_hold_a_place_for_the_call() -> None:
     ana = Caller("ana")
     with limits.slot(ana, "echo", ["echo"], ()):
         with (
-            pytest.raises(LimitExceededError, match="1 calls at once"),
+            pytest.raises(LimitExceededError, match="1 call at once"),
             limits.slot(ana, "echo", ["echo"], ()),
         ):
             pass
