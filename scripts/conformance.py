@@ -250,8 +250,8 @@ def report(runs: list[tuple[Revision, list[Outcome], int]], node: str, seconds: 
         if "not scored" in counts:
             lines += [
                 "The requirement set also runs, without scoring and outside any baseline, the",
-                "scenarios it does not require: the tasks extension (not built yet here) and",
-                "pending ones.",
+                "scenarios it does not require: the tasks extension (served by the gateway, see",
+                "`docs/mcp.md`, Tasks) and pending ones.",
                 "",
             ]
         lines += [

@@ -186,15 +186,20 @@ def messager_from(
     url: str | None = None,
     *,
     connect_timeout: float = CONNECT_TIMEOUT,
+    client_id: str | None = None,
 ) -> Messager:
-    """A (not yet connected) client connection for a command: no Last Will, no session."""
+    """A (not yet connected) client connection for a command: no Last Will.
+
+    No session, unless ``client_id`` names a stable client (then the broker keeps it).
+    """
     try:
         return Messager(
             url or args.broker,
             tls_params=tls_params_from(args),
             log_level=args.log_level,
             will_topic=None,
-            persistent_session=False,
+            client_id=client_id or "",
+            persistent_session=None if client_id else False,
             connect_timeout=connect_timeout,
         )
     except (ValueError, OSError) as exc:
@@ -210,17 +215,33 @@ def manager_for(
 
 @contextlib.asynccontextmanager
 async def connected_manager(
-    args: argparse.Namespace, recorder: Any = None
+    args: argparse.Namespace,
+    *,
+    journal: str | None = None,
+    client_id: str | None = None,
+    recorder: Any = None,
 ) -> AsyncIterator[ToolManager]:
     """Connect, start a ToolManager (which makes live tools register again), yield it.
 
-    ``recorder`` (an ``ObservationRecorder``) gets one observation per call.
+    With ``journal`` (a path), the manager keeps its calls there and picks up those left
+    running; it needs the stable ``client_id`` it had before. ``recorder`` (an
+    ``ObservationRecorder``) gets one observation per call.
     """
     topics = topics_from(args)
-    messager = messager_from(args)
+    messager = messager_from(args, client_id=client_id)
     await messager.connect()
     try:
-        manager = manager_for(messager, topics, args.log_level, recorder)
+        manager = (
+            manager_for(messager, topics, args.log_level, recorder)
+            if journal is None
+            else ToolManager(
+                messager,
+                log_level=args.log_level,
+                topics=topics,
+                journal=journal,
+                recorder=recorder,
+            )
+        )
         await manager.async_init()
         try:
             yield manager

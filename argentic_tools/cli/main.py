@@ -449,6 +449,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a call may take (30 if unset)",
     )
     mcp_serve.add_argument(
+        "--journal",
+        metavar="PATH",
+        default=None,
+        help="keep calls and MCP tasks in this SQLite file, so that a gateway restarted on it"
+        " picks up the calls left running and still answers tasks/get",
+    )
+    mcp_serve.add_argument(
         "--wait",
         type=float,
         default=1.0,

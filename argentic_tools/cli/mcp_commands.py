@@ -5,8 +5,10 @@ import asyncio
 import contextlib
 import functools
 import gc
+import hashlib
 import importlib
 import json
+import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +64,17 @@ def host_and_port(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", number
 
 
+def journal_client_id(path: str) -> str:
+    """The gateway's MQTT client id with ``--journal PATH``: the same for the same file.
+
+    A manager that picks up the calls of its journal must be the client that made them
+    (tools answer a caller by its id); this one is derived from the host and the journal's
+    absolute path, so a gateway restarted on that journal is that client again.
+    """
+    where = f"{socket.gethostname()}:{Path(path).resolve()}"
+    return f"mcp-gateway-{hashlib.sha256(where.encode()).hexdigest()[:16]}"
+
+
 def mcp_serve_loop(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop ``mcp serve`` runs on (None: asyncio's).
 
@@ -83,8 +96,16 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
         except (RuntimeError, OSError) as exc:
             raise CliError(f"--metrics-port {args.metrics_port}: {exc}") from None
     async with contextlib.AsyncExitStack() as stack:
+        journal = getattr(args, "journal", None)
         try:
-            manager = await stack.enter_async_context(connected_manager(args, audit_of(args)))
+            manager = await stack.enter_async_context(
+                connected_manager(
+                    args,
+                    journal=journal,
+                    client_id=None if journal is None else journal_client_id(journal),
+                    recorder=audit_of(args),
+                )
+            )
         except BrokerError as exc:
             if address is None:  # tell the MCP client why, not only our stderr
                 await gateway_module.refuse_stdio(f"argentic-tools mcp serve: {exc}")
@@ -94,7 +115,10 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
         # full passes, which otherwise stalled a 1,000-tool listing by ~130 ms at random.
         gc.collect()
         gc.freeze()
-        gateway = gateway_module.McpGateway(manager, timeout=args.timeout, access=access)
+        tasks = None if journal is None else _load("task_store").TaskStore(journal)
+        gateway = gateway_module.McpGateway(
+            manager, timeout=args.timeout, tasks=tasks, access=access
+        )
         if address is not None:
             async with anyio.create_task_group() as group:
                 http = functools.partial(

@@ -17,6 +17,8 @@ SDK's low-level server, which suits tools that come and go:
   ``notifications/message`` on the call's stream, filtered by ``logging/setLevel``
   (:mod:`argentic_tools.mcp.asking`); in 2026-07-28 as ``input_required`` results the
   client answers by calling again (:mod:`argentic_tools.mcp.input_required`);
+- 2026-07-28 clients that declare the tasks extension get a task for a long call
+  (``tasks/get``, ``tasks/update``, ``tasks/cancel``: :mod:`argentic_tools.mcp.tasks`);
 - a thread, chosen by the ``X-Argentic-Thread`` header or the
   ``argentic/thread`` ``_meta`` key, filters both through the manager's policy.
 
@@ -33,7 +35,7 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Awaitable, Callable, Hashable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -56,10 +58,12 @@ from .._protocol.content import ContentBlock
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from . import _internals, http_stack
 from .asking import HandshakeAsker, LogLevels, declared
-from .input_required import INPUT_WAIT_SECONDS, InputRounds, PendingCall, missing_capability
+from .input_required import INPUT_WAIT_SECONDS, InputRounds, missing_capability
 from .limits import LimitExceededError
 from .listing_memo import ListingMemo
 from .names import McpNames
+from .task_store import TaskStore
+from .tasks import McpTasks, TaskableCall
 from .team import TeamAccess, refused
 
 logger = logging.getLogger("argentic_tools.mcp")
@@ -142,6 +146,7 @@ class McpGateway:
         timeout: float | None = None,
         name: str = "argentic-tools",
         input_wait: float = INPUT_WAIT_SECONDS,
+        tasks: TaskStore | None = None,
         access: TeamAccess | None = None,
     ) -> None:
         self.manager = manager
@@ -168,7 +173,6 @@ class McpGateway:
             version=__version__,
             instructions="Tools served over MQTT by argentic-tools; the list follows the fleet.",
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
             on_subscriptions_listen=self.access.listen_handler(
                 self._bus, lambda: list(self._listed)
             ),
@@ -180,6 +184,10 @@ class McpGateway:
         self.server.add_request_handler(
             "logging/setLevel", types.SetLevelRequestParams, self._set_level
         )
+        # MCP Tasks: tools/call may answer with a task (see tasks); tasks/* requests.
+        self.server.add_request_handler("tools/call", types.CallToolRequestParams, self._call_tool)
+        self.tasks = McpTasks(manager, self.mcp_result, self._tags_of, tasks)
+        self.tasks.install(self.server)
         self._memo = ListingMemo(self._listing_key)
         self.server.middleware.append(self._memo)
         # Seals and verifies the requestState of input_required results (see input_required).
@@ -271,6 +279,10 @@ class McpGateway:
             cache_scope=LIST_CACHE_SCOPE,
         )
 
+    def _tags_of(self, name: str) -> tuple[str, ...]:
+        kept = self._built.get(name)
+        return () if kept is None else kept.info.tags
+
     def _input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self._listed.get(name)
         return None if tool is None else tool.input_schema
@@ -328,7 +340,7 @@ class McpGateway:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         name = self._names.registry_name(params.name)
         caller = self.access.caller(ctx)
         refusal = self.access.refusal(ctx, caller, params.name)
@@ -339,18 +351,20 @@ class McpGateway:
             trace_id=trace_id_of(dict(ctx.meta or {})),
             user_id=self.access.user_id(caller),
         )
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if modern:
+            self.tasks.check(ctx, name)
         try:
             held = self.access.hold(caller, params.name)  # concurrency limits, the span
         except LimitExceededError as exc:
             return refused(exc)
-        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         self._active()
         self.in_flight += 1
         self._idle = anyio.Event()
         try:
             if modern and self._rounds.running:
                 outcome = await self._round(ctx, params, name, context)
-                if isinstance(outcome, types.InputRequiredResult):
+                if not isinstance(outcome, ToolResult):  # questions, or a task
                     return outcome
                 result = outcome
             else:
@@ -407,10 +421,11 @@ class McpGateway:
         params: types.CallToolRequestParams,
         name: str,
         context: CallContext,
-    ) -> ToolResult | types.InputRequiredResult:
+    ) -> ToolResult | types.InputRequiredResult | dict[str, Any]:
         """One request of a 2026-07-28 call that may need its client's input.
 
-        See :mod:`argentic_tools.mcp.input_required`.
+        See :mod:`argentic_tools.mcp.input_required`; a call may become a task
+        (:mod:`argentic_tools.mcp.tasks`).
         """
         responses = (ctx.params or {}).get("inputResponses") or {}
         if not isinstance(responses, Mapping):
@@ -426,17 +441,21 @@ class McpGateway:
             call = found
             call.answer(responses)
         else:
-            call = PendingCall(declared(ctx.session.client_capabilities), responses)
+            call = self.tasks.call_for(ctx, declared(ctx.session.client_capabilities), responses)
             handlers = call.handlers(ctx)
-            if not handlers.any:  # nothing to ask, nothing to log: one request serves it
+            taskable = isinstance(call, TaskableCall)
+            if not handlers.any and not taskable:  # nothing to ask or log: one request
                 return await self._execute(ctx, params, name, context, None)
             arguments = dict(params.arguments or {})
+            label = call.label if isinstance(call, TaskableCall) else None
+            timeout = self.tasks.timeout_for(name, self.timeout) if taskable else self.timeout
 
             async def work() -> ToolResult:
                 return await self.manager.execute_tool(
                     name,
                     arguments,
-                    timeout=self.timeout,
+                    task_id_override=label,
+                    timeout=timeout,
                     call_id=str(ctx.request_id),
                     context=context,
                     on_progress=call.progress,
@@ -448,6 +467,8 @@ class McpGateway:
 
             self._rounds.start(call, work)
         try:
+            if isinstance(call, TaskableCall):
+                return await self.tasks.round(ctx, call, params.name, name)
             return await call.next_round(ctx)
         except anyio.get_cancelled_exc_class():
             call.scope.cancel()  # the client gave up the call
@@ -496,11 +517,13 @@ class McpGateway:
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
             await group.start(self.run_input_rounds)
+            await group.start(self.tasks.run)
             if stop is not None:
                 group.start_soon(self._stop_when_settled, stop, group.cancel_scope)
             stdin = await _cancellable_stdin()
             async with stdio_server(stdin=stdin) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
+            await self.tasks.stop()
             group.cancel_scope.cancel()
 
     async def _stop_when_settled(
@@ -509,6 +532,7 @@ class McpGateway:
         await stop()
         with anyio.move_on_after(DRAIN_SECONDS):
             await self.settled()
+        await self.tasks.stop()
         scope.cancel()
 
     async def settled(self) -> None:
@@ -557,10 +581,11 @@ class McpGateway:
             log_config=None,
             **http_stack.uvicorn_options(),
         )
-        server = uvicorn.Server(config)
+        server = _uvicorn_server(config)
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
             await group.start(self.run_input_rounds)
+            await group.start(self.tasks.run)
             async with anyio.create_task_group() as http:
                 http.start_soon(server.serve)
                 with anyio.fail_after(STARTUP_SECONDS):
@@ -574,7 +599,26 @@ class McpGateway:
                 with anyio.move_on_after(DRAIN_SECONDS):
                     await self.settled()
                 server.should_exit = True
+            await self.tasks.stop()
             group.cancel_scope.cancel()
+
+
+def _uvicorn_server(config: Any) -> Any:
+    """A uvicorn server that leaves SIGINT and SIGTERM to whoever runs the gateway.
+
+    uvicorn's own handlers would stop it at once and raise the signal again once it
+    stopped: the command line, which also hears the first one, took that second signal
+    for an impatient user and cancelled everything, cutting short the graceful stop
+    (``stop``) that lets calls finish and leaves MCP tasks to a restarted gateway.
+    """
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+    return _Server(config)
 
 
 REFUSE_SECONDS = 30.0

@@ -179,8 +179,8 @@ class PendingCall:
     def answer(self, responses: Mapping[str, Any]) -> None:
         """The client's ``inputResponses``: each answers the open question of its key."""
         for key, value in responses.items():
-            question = self._open.pop(key, None)
-            if question is not None and _is_map(value):
+            if key in self._open and _is_map(value):  # a malformed one leaves it open
+                question = self._open.pop(key)
                 question.answer = dict(value)
                 question.answered.set()
 

@@ -28,6 +28,13 @@ SERVED = [block for block in BLOCKS if re.match(r"# \w+\.py\n", block)]
 """Blocks that are tool processes (``# my_tools.py`` ...): saved and served as such."""
 SCRIPTS = [block for block in BLOCKS if block not in SERVED]
 """Blocks that are agents: run as scripts, in order."""
+FRAMEWORK_SCRIPTS = {
+    match.group(1): block
+    for block in SCRIPTS
+    if (match := re.search(r"from argentic_tools\.integrations\.(\w+) import", block))
+}
+"""The agents in an agent framework (``## Native tools in agent frameworks``), by the
+integration they import: their outputs are checked by name, the others' by position."""
 
 
 def test_readme_has_the_examples_this_test_runs() -> None:
@@ -67,6 +74,7 @@ def test_readme_python_blocks_run_against_a_real_broker(
         )
     try:
         outputs = []
+        framework_outputs = {}
         for block in SCRIPTS:
             done = subprocess.run(
                 [sys.executable, "-c", block.replace("localhost:1883", address)],
@@ -77,7 +85,11 @@ def test_readme_python_blocks_run_against_a_real_broker(
                 timeout=60,
             )
             assert done.returncode == 0, done.stderr
-            outputs.append(done.stdout)
+            if block in FRAMEWORK_SCRIPTS.values():
+                (name,) = (n for n, b in FRAMEWORK_SCRIPTS.items() if b == block)
+                framework_outputs[name] = done.stdout
+            else:
+                outputs.append(done.stdout)
     finally:
         for process in processes:
             process.terminate()
@@ -119,6 +131,14 @@ def test_readme_python_blocks_run_against_a_real_broker(
     # Every README tool process answered for itself; the call is one span here.
     assert {"add", "crawl", "lines", "chart", "pay"} <= set(json.loads(stats.replace("'", '"')))
     assert traced == "['execute_tool add']"
+    # The null the model sent for b became its default (1).
+    assert framework_outputs["openai_agents"].splitlines() == ["['3']", "2 + 1 = 3"]
+    assert framework_outputs["pydantic_ai"].splitlines() == [
+        "crawl 1.0 3.0 page 1",
+        "crawl 2.0 3.0 page 2",
+        "crawl 3.0 3.0 page 3",
+        '{"crawl":3}',
+    ]
 
 
 MCP_CONFIGS = [

@@ -447,6 +447,98 @@ class TriggerToolChange(BaseTool):
         return "test_toggled_tool removed"
 
 
+# -- MCP Tasks (io.modelcontextprotocol/tasks): the fixture tools of the tasks-* scenarios --
+# Tagged as the gateway reads them (argentic_tools.mcp.tasks): "long-running" is a task at
+# once for a client that declares the extension, "task-only" needs the extension.
+
+TASK_DELETE_SCHEMA = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
+TASK_STEP_SECONDS = 0.5
+"""How long ``failing_job`` works before it fails."""
+TASK_AFTER_ANSWER_SECONDS = 3.0
+"""How long ``test_tool_with_task`` works after its answer: past the gateway's
+``TASK_AFTER_SECONDS``, so that its call becomes a task."""
+
+
+@tool
+def greet(name: str) -> str:
+    """Greet ``name`` at once (never a task)."""
+    return f"Hello, {name}!"
+
+
+@tool(tags=["long-running"])
+async def slow_compute(seconds: float, label: str = "") -> str:
+    """Work for ``seconds`` (a task), then say so; cancellable all along."""
+    await anyio.sleep(seconds)
+    return f"computed {label or 'result'} in {seconds:g} s"
+
+
+@tool(tags=["task-only"])
+async def failing_job() -> str:
+    """Fail as a tool fails (``isError``), after a moment; runs only as a task."""
+    await anyio.sleep(TASK_STEP_SECONDS)
+    raise ToolError("failing_job failed, as it always does")
+
+
+@tool(tags=["long-running"])
+async def protocol_error_job(context: ToolContext) -> str:
+    """End in a protocol error: it needs its caller's roots, which the suite never offers.
+
+    An ordinary call would answer -32021 (missing client capability): its task fails with it.
+    """
+    roots = await context.list_roots()
+    return f"{len(roots)} roots"
+
+
+@tool(tags=["long-running"])
+async def confirm_delete(context: ToolContext, filename: str) -> str:
+    """Ask the user to confirm deleting ``filename`` (the task waits in input_required)."""
+    result = await context.elicit(f"Delete {filename}?", TASK_DELETE_SCHEMA)
+    confirmed = result.action == "accept" and bool(result.data.get("confirm"))
+    return f"{'deleted' if confirmed else 'kept'} {filename}"
+
+
+@tool(tags=["long-running"])
+async def multi_input(context: ToolContext) -> str:
+    """Ask two questions at once; the task waits until both are answered."""
+    answers: dict[str, ElicitResult] = {}
+
+    async def ask(key: str, message: str, schema: Mapping[str, Any]) -> None:
+        answers[key] = await context.elicit(message, schema)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask, "name", "Your name?", NAME_SCHEMA)
+        group.start_soon(ask, "confirm", "Go ahead?", TASK_DELETE_SCHEMA)
+    return (
+        f"name={answers['name'].data.get('name')}, confirm={answers['confirm'].data.get('confirm')}"
+    )
+
+
+@tool
+async def test_tool_with_task(context: ToolContext) -> str:
+    """Ask the user's name (in input_required rounds), then work long enough to be a task."""
+    result = await context.ask(named_question("user_name", "What is your name?", NAME_SCHEMA))
+    await anyio.sleep(TASK_AFTER_ANSWER_SECONDS)
+    return f"Hello, {result.data.get('name', 'stranger')}!"
+
+
+TASK_TOOLS = [
+    greet,
+    slow_compute,
+    failing_job,
+    protocol_error_job,
+    confirm_delete,
+    multi_input,
+    test_tool_with_task,
+]
+"""The tasks-* scenarios' tools."""
+
+# -- end of the MCP Tasks block --
+
+
 def tools(broker: str, topic_prefix: str | None) -> list[Any]:
     """The suite's tools, for a process on ``broker`` under ``topic_prefix``."""
     return [
@@ -476,6 +568,7 @@ def tools(broker: str, topic_prefix: str | None) -> list[Any]:
         test_input_required_result_capabilities,
         test_missing_capability,
         test_streaming_elicitation,
+        *TASK_TOOLS,
     ]
 
 

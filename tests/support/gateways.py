@@ -43,6 +43,7 @@ async def http_gateway(url: str, prefix: str, *options: str) -> AsyncIterator[tu
     """``argentic-tools mcp serve --http`` on a free port; yields its MCP URL and process.
 
     ``options`` come after ``--http 127.0.0.1:0``; the path they choose ends with /mcp.
+    The test may stop or kill the process itself.
     """
     process = await anyio.open_process(
         gateway_command(url, prefix, "--http", "127.0.0.1:0", "--log-level", "INFO", *options),
@@ -58,11 +59,12 @@ async def http_gateway(url: str, prefix: str, *options: str) -> AsyncIterator[tu
         line = text.split(b"listening on ", 1)[1].split(b"\n", 1)[0].decode()
         yield line.strip(), process
     finally:
-        process.send_signal(signal.SIGTERM)
-        with anyio.move_on_after(15):
-            await process.wait()
-        if process.returncode is None:
-            process.kill()
+        if process.returncode is None:  # a test may have stopped it already
+            process.send_signal(signal.SIGTERM)
+            with anyio.move_on_after(15):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
         await process.aclose()
 
 
