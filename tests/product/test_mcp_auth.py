@@ -33,11 +33,13 @@ from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from argentic_tools.mcp.auth import JwtVerifier  # noqa: E402
+from argentic_tools.mcp.auth import JwtVerifier, key_entry, new_api_key  # noqa: E402
+from tests.product.test_mcp_tasks import RawClient, RpcError  # noqa: E402
 from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
 from tests.support.gateways import bridged, http_gateway  # noqa: E402
 from tests.support.oidc import OidcClient, client_token, oidc_provider  # noqa: E402
 from tests.support.processes import ROOT, ToolProcess, serving  # noqa: E402
+from tests.support.task_tools import TOOL_NAMES as TASK_TOOLS  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -588,3 +590,35 @@ async def test_a_rotated_signing_key_is_fetched_once_and_made_up_key_ids_cost_no
         assert careful.fetches == 1
     # The token's own digest is all the access keeps of it.
     assert access.token == "sha256:" + hashlib.sha256(old.encode()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def task_tools(mosquitto: Mosquitto, team_prefix: str) -> Iterator[ToolProcess]:
+    with serving("tests.support.task_tools", mosquitto.url, team_prefix, TASK_TOOLS) as process:
+        yield process
+
+
+async def test_a_task_belongs_to_the_token_that_made_it(
+    mosquitto: Mosquitto, team_prefix: str, task_tools: ToolProcess, tmp_path: pathlib.Path
+) -> None:
+    """MCP Tasks behind --auth: two callers sending the same client name are still two
+    owners (the task is bound to the token's principal, not to what the client says)."""
+    keys = tmp_path / "keys.toml"
+    alice_key, bob_key = new_api_key(), new_api_key()
+    keys.write_text(key_entry(alice_key, "alice") + key_entry(bob_key, "bob"), encoding="utf-8")
+    options = ["--http", f"127.0.0.1:{free_port()}", "--auth", "keys", str(keys)]
+    async with (
+        http_gateway(mosquitto.url, team_prefix, "--wait", "5", *options) as (url, _),
+        httpx.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {alice_key}"}) as a,
+        httpx.AsyncClient(timeout=60, headers={"Authorization": f"Bearer {bob_key}"}) as b,
+    ):
+        alice, bob = RawClient(a, url, "same-name"), RawClient(b, url, "same-name")
+        task_id = (await alice.call("crunch", {"seconds": 30, "label": "alice's"}))["taskId"]
+        with pytest.raises(RpcError) as refused:
+            await bob.get(task_id)
+        assert refused.value.code == types.INVALID_PARAMS
+        assert (await alice.get(task_id))["status"] == "working"
+        await alice.request("tasks/cancel", {"taskId": task_id})
+        assert (await alice.until(task_id, "completed", "failed", "cancelled"))["status"] == (
+            "cancelled"
+        )
