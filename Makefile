@@ -97,7 +97,7 @@ test-conformance: $(STAMP) mosquitto
 ## and LlamaIndex, each driven by the framework's own agent loop and test model (no network)
 test-frameworks: $(STAMP) mosquitto
 	ARGENTIC_TOOLS_FRAMEWORKS=1 $(BIN)/python -m pytest tests/frameworks -q -p no:cacheprovider \
-		--cov=argentic_tools.integrations --cov-report=term
+		--cov --cov-config=.ci/coverage-frameworks.toml --cov-report=term
 
 ## bench: side-by-side benchmark against the raw MQTT floor and argentic (a scratch
 ## report; UPDATE=1 rewrites benchmarks/results/)

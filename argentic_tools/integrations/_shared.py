@@ -71,6 +71,12 @@ class CallSettings:
     """Receives a tool's log records."""
     on_roots: RootsHandler | None = None
     """Names the caller's roots."""
+    thread_id: str | None = None
+    """The conversation thread (its policy chooses the tools), when the run names none."""
+    ask_the_run: bool = True
+    """Where the framework can pause a run for a person (LangGraph's ``interrupt``, a
+    LlamaIndex workflow's input event), a tool's question does so, unless ``on_elicit``
+    answers it."""
 
 
 def listed(

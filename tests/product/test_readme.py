@@ -139,6 +139,16 @@ def test_readme_python_blocks_run_against_a_real_broker(
         "crawl 3.0 3.0 page 3",
         '{"crawl":3}',
     ]
+    assert framework_outputs["langchain"].splitlines() == [
+        "['add']",
+        "success 5",
+        "error Tool 'add': invalid arguments: $.a: 'two' is not of type 'integer'",
+    ]
+    assert framework_outputs["llamaindex"].splitlines() == [
+        "['add']",
+        "False 5",
+        "True Tool 'add': invalid arguments: $.a: 'two' is not of type 'integer'",
+    ]
 
 
 MCP_CONFIGS = [
