@@ -157,7 +157,10 @@ def add_commands(commands: Any, add_command: Any) -> None:
         commands,
         "keys",
         "make an API key for --auth keys FILE",
-        ("argentic-tools mcp keys --file keys.toml --subject ci-bot --scope tools:call",),
+        (
+            "argentic-tools mcp keys --file keys.toml --subject ci-bot --scope tools:call",
+            "argentic-tools mcp keys --file keys.toml --subject nightly-report",
+        ),
         client=False,
     )
     keys.add_argument("--file", required=True, help="the key file to append to")
