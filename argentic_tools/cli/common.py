@@ -206,28 +206,41 @@ def messager_from(
         raise CliError(f"--broker {url or args.broker!r}: {exc}") from None
 
 
-def manager_for(messager: Messager, topics: Topics, log_level: str) -> ToolManager:
-    """A ToolManager on ``messager`` using ``topics``."""
-    return ToolManager(messager, log_level=log_level, topics=topics)
+def manager_for(
+    messager: Messager, topics: Topics, log_level: str, recorder: Any = None
+) -> ToolManager:
+    """A ToolManager on ``messager`` using ``topics`` (observed by ``recorder``, if any)."""
+    return ToolManager(messager, log_level=log_level, topics=topics, recorder=recorder)
 
 
 @contextlib.asynccontextmanager
 async def connected_manager(
-    args: argparse.Namespace, *, journal: str | None = None, client_id: str | None = None
+    args: argparse.Namespace,
+    *,
+    journal: str | None = None,
+    client_id: str | None = None,
+    recorder: Any = None,
 ) -> AsyncIterator[ToolManager]:
     """Connect, start a ToolManager (which makes live tools register again), yield it.
 
     With ``journal`` (a path), the manager keeps its calls there and picks up those left
-    running; it needs the stable ``client_id`` it had before.
+    running; it needs the stable ``client_id`` it had before. ``recorder`` (an
+    ``ObservationRecorder``) gets one observation per call.
     """
     topics = topics_from(args)
     messager = messager_from(args, client_id=client_id)
     await messager.connect()
     try:
         manager = (
-            manager_for(messager, topics, args.log_level)
+            manager_for(messager, topics, args.log_level, recorder)
             if journal is None
-            else ToolManager(messager, log_level=args.log_level, topics=topics, journal=journal)
+            else ToolManager(
+                messager,
+                log_level=args.log_level,
+                topics=topics,
+                journal=journal,
+                recorder=recorder,
+            )
         )
         await manager.async_init()
         try:

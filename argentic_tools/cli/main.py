@@ -49,6 +49,8 @@ from .fleet import SORT_KEYS, stats_command, top_command
 from .mcp_commands import mcp_bridge_command, mcp_serve_command, mcp_serve_loop
 from .mcp_install import DEFAULT_NAME, TARGETS, install_command
 from .mcp_target import add_mcp_server_arguments
+from .mcp_team import add_commands as add_mcp_team_commands
+from .mcp_team import add_serve_arguments as add_mcp_team_arguments
 from .terminal_caller import shown_level
 
 # -- parser and entry point ------------------------------------------------------------
@@ -459,9 +461,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=1.0,
         help="seconds to let live tools register before serving (ends early once they have)",
     )
+    add_mcp_team_arguments(mcp_serve)
     mcp_serve.set_defaults(
         run=mcp_serve_command, graceful=True, log_level="WARNING", loop=mcp_serve_loop
     )
+
+    add_mcp_team_commands(mcp_commands, _add_command)
 
     mcp_bridge = _add_command(
         mcp_commands,

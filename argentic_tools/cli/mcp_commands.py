@@ -20,6 +20,7 @@ import anyio
 from .. import start_metrics_server
 from .._errors import BrokerError
 from .common import EXIT_OK, CliError, StopRequest, connected_manager, settle
+from .mcp_team import audit_of, team_access
 
 
 def _load(module: str) -> ModuleType:
@@ -88,6 +89,7 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``mcp serve``: the fleet as an MCP server, on stdio or streamable HTTP."""
     gateway_module = _load("gateway")
     address = http_address(args)
+    access = team_access(args, address)
     if args.metrics_port is not None:
         try:
             start_metrics_server(args.metrics_port)
@@ -101,6 +103,7 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
                     args,
                     journal=journal,
                     client_id=None if journal is None else journal_client_id(journal),
+                    recorder=audit_of(args),
                 )
             )
         except BrokerError as exc:
@@ -113,7 +116,9 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
         gc.collect()
         gc.freeze()
         tasks = None if journal is None else _load("task_store").TaskStore(journal)
-        gateway = gateway_module.McpGateway(manager, timeout=args.timeout, tasks=tasks)
+        gateway = gateway_module.McpGateway(
+            manager, timeout=args.timeout, tasks=tasks, access=access
+        )
         if address is not None:
             async with anyio.create_task_group() as group:
                 http = functools.partial(

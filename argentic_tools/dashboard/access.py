@@ -10,6 +10,8 @@ do). Any other address needs ``allow_remote`` and a token.
 - with a token, every request needs it: ``Authorization: Bearer TOKEN``, the
   cookie the page gets when opened once as ``/?token=TOKEN``, or ``?token=TOKEN``
   itself (the event stream included); anything else gets 401;
+- with a ``verifier`` (the MCP gateway's: an OAuth issuer's JWTs or API keys, see
+  :mod:`argentic_tools.mcp.auth`), a bearer token it accepts is as good as the token;
 - without a token, the ``Host`` header must name a loopback address or
   ``localhost``, so that a web page whose domain resolves to 127.0.0.1 (DNS
   rebinding) cannot read the dashboard from a browser on this machine (403);
@@ -24,6 +26,7 @@ its own files.
 import hmac
 import ipaddress
 import secrets
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
@@ -91,10 +94,12 @@ class AccessGuard:
 
     """
 
-    def __init__(self, app: ASGIApp, token: str | None, port: int) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, port: int, verifier: Any = None) -> None:
         self.app = app
         self.token = token
         self.cookie = cookie_name(port)
+        self.verifier = verifier
+        """Also accepts the bearer tokens it verifies (``verify_token(token)`` not None)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Answer a refused request, or pass it on with the security headers."""
@@ -103,7 +108,7 @@ class AccessGuard:
                 await self.app(scope, receive, send)
             return  # no websockets here
         send = _with_security_headers(send)
-        refusal = self._refusal(scope)
+        refusal = self._refusal(scope, await self._verified(scope))
         if refusal is not None:
             await refusal(scope, receive, send)
             return
@@ -119,10 +124,21 @@ class AccessGuard:
             return
         await self.app(scope, receive, send)
 
-    def _refusal(self, scope: Scope) -> Response | None:
+    async def _verified(self, scope: Scope) -> bool:
+        """Whether the request's bearer token is one the verifier accepts."""
+        if self.verifier is None:
+            return False
+        scheme, _, credentials = Headers(scope=scope).get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not credentials.strip():
+            return False
+        return await self.verifier.verify_token(credentials.strip()) is not None
+
+    def _refusal(self, scope: Scope, verified: bool = False) -> Response | None:
         connection = HTTPConnection(scope)
         headers = connection.headers
-        if self.token is None:
+        if verified:
+            pass  # a token the verifier accepts: no host check, no dashboard token needed
+        elif self.token is None:
             if not is_loopback(_hostname(headers.get("host", ""))):
                 return PlainTextResponse(
                     "This dashboard answers only to loopback host names.", status_code=403

@@ -45,7 +45,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter
@@ -59,10 +59,12 @@ from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from . import _internals, http_stack
 from .asking import HandshakeAsker, LogLevels, declared
 from .input_required import INPUT_WAIT_SECONDS, InputRounds, missing_capability
+from .limits import LimitExceededError
 from .listing_memo import ListingMemo
 from .names import McpNames
 from .task_store import TaskStore
 from .tasks import McpTasks, TaskableCall
+from .team import TeamAccess, refused
 
 logger = logging.getLogger("argentic_tools.mcp")
 
@@ -145,8 +147,12 @@ class McpGateway:
         name: str = "argentic-tools",
         input_wait: float = INPUT_WAIT_SECONDS,
         tasks: TaskStore | None = None,
+        access: TeamAccess | None = None,
     ) -> None:
         self.manager = manager
+        self.access = access or TeamAccess()
+        """Who may call, what each caller sees, how much (see :mod:`~argentic_tools.mcp.team`)."""
+        self.access.facts = self._facts
         self.timeout = timeout
         self._rounds = InputRounds(input_wait)
         self._levels = LogLevels()
@@ -167,7 +173,9 @@ class McpGateway:
             version=__version__,
             instructions="Tools served over MQTT by argentic-tools; the list follows the fleet.",
             on_list_tools=self._list_tools,
-            on_subscriptions_listen=ListenHandler(self._bus),
+            on_subscriptions_listen=self.access.listen_handler(
+                self._bus, lambda: list(self._listed)
+            ),
             get_tool_input_schema=self._input_schema,
         )
         self.server.add_notification_handler(
@@ -233,6 +241,12 @@ class McpGateway:
             if self._names.registry_name(name) in allowed
         ]
 
+    def _facts(self, mcp_name: str) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+        """A listed tool's names (fleet, MCP) and tags, for views and limits."""
+        self._refresh()
+        kept = self._built.get(self._names.registry_name(mcp_name))
+        return None if kept is None else ((kept.info.name, mcp_name), kept.info.tags)
+
     def _allowed(self, thread_id: str) -> frozenset[str]:
         return frozenset(info.name for info in self.manager.get_available_tools(thread_id))
 
@@ -247,6 +261,7 @@ class McpGateway:
             self._version,
             ctx.protocol_version,
             None if thread is None else self._allowed(thread),
+            self.access.view_key(ctx),
         )
 
     def _active(self) -> None:
@@ -259,7 +274,9 @@ class McpGateway:
         self._active()
         self._refresh()
         return types.ListToolsResult(
-            tools=self._view(_thread_of(ctx)), ttl_ms=LIST_TTL_MS, cache_scope=LIST_CACHE_SCOPE
+            tools=self.access.visible(ctx, self._view(_thread_of(ctx))),
+            ttl_ms=LIST_TTL_MS,
+            cache_scope=LIST_CACHE_SCOPE,
         )
 
     def _tags_of(self, name: str) -> tuple[str, ...]:
@@ -298,6 +315,8 @@ class McpGateway:
         """Send ``notifications/tools/list_changed`` to every client that can receive it."""
         await self._bus.publish(ToolsListChanged())
         for session in list(self._sessions):
+            if not self.access.view_changed(session, list(self._listed)):
+                continue  # its caller's view is as it was
             try:
                 await session.send_tool_list_changed()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -308,6 +327,7 @@ class McpGateway:
     ) -> None:
         # A handshake-era connection: list changes go out on it, for as long as it lasts.
         _internals.follow_session(ctx, self._sessions)
+        self.access.follow(ctx, list(self._listed))
 
     # -- calls ---------------------------------------------------------------------
 
@@ -322,10 +342,22 @@ class McpGateway:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         name = self._names.registry_name(params.name)
-        context = CallContext(thread_id=_thread_of(ctx), trace_id=trace_id_of(dict(ctx.meta or {})))
+        caller = self.access.caller(ctx)
+        refusal = self.access.refusal(ctx, caller, params.name)
+        if refusal is not None:
+            return refusal
+        context = CallContext(
+            thread_id=_thread_of(ctx),
+            trace_id=trace_id_of(dict(ctx.meta or {})),
+            user_id=self.access.user_id(caller),
+        )
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         if modern:
             self.tasks.check(ctx, name)
+        try:
+            held = self.access.hold(caller, params.name)  # concurrency limits, the span
+        except LimitExceededError as exc:
+            return refused(exc)
         self._active()
         self.in_flight += 1
         self._idle = anyio.Event()
@@ -339,6 +371,7 @@ class McpGateway:
                 asker = None if modern else HandshakeAsker(ctx, self._levels).handlers()
                 result = await self._execute(ctx, params, name, context, asker)
         finally:
+            held.close()
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
@@ -532,7 +565,13 @@ class McpGateway:
         """
         import uvicorn
 
-        app = self.server.streamable_http_app(streamable_http_path=path, stateless_http=False)
+        app = self.server.streamable_http_app(
+            streamable_http_path=path,
+            stateless_http=False,
+            host=host,  # DNS-rebinding protection on loopback; a team's gateway names its host
+            **self.access.app_options(),
+        )
+        self.access.guard(app, path)
         config = uvicorn.Config(
             app,
             host=host,

@@ -55,6 +55,9 @@ class Observation:
     exchanges: list[dict[str, Any]] | None = None
     reattached: bool = False
     """The call survived its caller's restart: a manager started on its journal picked it up."""
+    user_id: str | None = None
+    """On whose behalf the call was made (``CallContext.user_id``: an MCP gateway puts its
+    caller's token subject there)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The observation as a JSON-ready dictionary."""
@@ -158,6 +161,7 @@ def observation_of(
         tool_id=result.tool_id if result.tool_id != "unknown" else None,
         thread_id=context.thread_id if context else None,
         trace_id=context.trace_id if context else None,
+        user_id=context.user_id if context else None,
         status=result.status.value,
         error_code=error.error_code if error else None,
         duration_ms=result.duration_ms or 0.0,

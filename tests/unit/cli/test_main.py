@@ -39,7 +39,7 @@ def _commands(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> It
 
 def test_every_commands_help_ends_with_examples_that_the_parser_accepts() -> None:
     commands = [command for command in _commands(build_parser()) if command[0] not in BENCHMARKS]
-    assert len(commands) == 15
+    assert len(commands) == 17
     for words, parser in commands:
         help_text = parser.format_help()
         assert "\nExamples:\n  argentic-tools " in help_text, words
