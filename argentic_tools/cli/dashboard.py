@@ -53,6 +53,35 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         help="also list older calls from this file, kept by managers with "
         "ToolManager(recorder=SqliteRecorder(FILE)) (read only)",
     )
+    parser.add_argument(
+        "--auth",
+        nargs="+",
+        default=None,
+        metavar="MODE",
+        help="also admit what mcp serve --auth admits: 'oauth' (JWTs of --issuer for "
+        "--audience) or 'keys FILE' (the API keys whose SHA-256 FILE holds)",
+    )
+    parser.add_argument("--issuer", default=None, help="with --auth oauth: the OAuth issuer")
+    parser.add_argument("--audience", default=None, help="with --auth oauth: the tokens' aud")
+
+
+def verifier_of(args: argparse.Namespace) -> Any:
+    """The verifier of ``--auth`` (the MCP gateway's, from the mcp extra), or None.
+
+    Raises:
+        CliError: ``--auth`` is incomplete.
+
+    """
+    if args.auth is None:
+        return None
+    from argentic_tools.mcp import auth
+
+    kind, *rest = args.auth
+    if kind == "keys" and len(rest) == 1:
+        return auth.KeyFileVerifier(rest[0])
+    if kind == "oauth" and not rest and args.issuer and args.audience:
+        return auth.JwtVerifier(args.issuer, args.audience)
+    raise CliError("--auth: give 'oauth' with --issuer and --audience, or 'keys FILE'")
 
 
 def load_dashboard() -> Any:
@@ -89,7 +118,9 @@ async def dashboard_command(args: argparse.Namespace, stop: StopRequest) -> int:
         observer = messager_from(args)
         await observer.connect()
         try:
-            server = dashboard.Dashboard(manager, observer, token=token, history=args.history)
+            server = dashboard.Dashboard(
+                manager, observer, token=token, history=args.history, verifier=verifier_of(args)
+            )
             serve = functools.partial(server.serve, host, port, stop=stop.requested.wait)
             unbound: OSError | None = None
             async with anyio.create_task_group() as group:

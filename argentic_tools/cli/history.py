@@ -57,6 +57,7 @@ def history_command(args: argparse.Namespace) -> int:
             until=until,
             limit=args.limit or None,
             call=args.call,
+            user=args.user,
         )
     except (OSError, ValueError) as exc:
         raise CliError(str(exc)) from None

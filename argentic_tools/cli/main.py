@@ -351,6 +351,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--thread", default=None, metavar="ID", help="only calls made in this conversation thread"
     )
     history.add_argument(
+        "--user",
+        default=None,
+        metavar="SUBJECT",
+        help="only calls made on behalf of this user (an MCP gateway's caller)",
+    )
+    history.add_argument(
         "--outcome",
         default=None,
         help="only calls that ended so: a status (success, error, failed, timeout, cancelled) "

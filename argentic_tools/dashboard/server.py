@@ -116,8 +116,11 @@ class Dashboard:
         stats_interval: float = 1.0,
         call_timeout: float = 30.0,
         history: str | Path | None = None,
+        verifier: Any = None,
     ) -> None:
         self.manager = manager
+        self.verifier = verifier
+        """Also admits the bearer tokens it verifies (an MCP gateway's: JWTs, API keys)."""
         self.observer = observer
         self.token = token
         self.stats_interval = stats_interval
@@ -155,7 +158,7 @@ class Dashboard:
         )
         bound = int(listener.getsockname()[1])
         config = uvicorn.Config(
-            AccessGuard(self.app(), self.token, bound),
+            AccessGuard(self.app(), self.token, bound, verifier=self.verifier),
             log_level="warning",
             log_config=None,
             lifespan="off",

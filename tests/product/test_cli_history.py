@@ -33,6 +33,7 @@ async def history_file(tmp_path: Path) -> Path:
     async with SqliteRecorder(path) as recorder:
         recorder.record(observation(1, ended=time.time() - 7200, thread_id="old-thread"))
         recorder.record(observation(2, status="error", error_code="invalid_arguments"))
+        recorder.record(observation(3, user_id="reports-bot"))
     return path
 
 
@@ -55,7 +56,17 @@ async def test_history_filters_by_outcome_and_since(history_file: Path) -> None:
     )
 
     assert [row["task_id"] for row in json.loads(failed.stdout)] == ["task-2"]
-    assert [row["task_id"] for row in json.loads(recent.stdout)] == ["task-2"]
+    assert [row["task_id"] for row in json.loads(recent.stdout)] == ["task-3", "task-2"]
+
+
+async def test_history_filters_by_the_user_a_call_was_made_for(history_file: Path) -> None:
+    mine = await run_installed_cli(
+        "history", "--history", str(history_file), "--user", "reports-bot", "--json"
+    )
+
+    assert mine.returncode == 0, mine.stderr
+    (row,) = json.loads(mine.stdout)
+    assert row["task_id"] == "task-3" and row["user_id"] == "reports-bot"
 
 
 async def test_history_of_a_missing_file_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -1006,3 +1006,31 @@ async def test_a_call_its_caller_picked_up_again_after_a_restart_is_marked(
             PAGE_TIMEOUT,
         )
     assert mark == "restarted"
+
+
+async def test_a_dashboard_with_auth_keys_admits_the_gateways_api_keys(
+    mosquitto: Mosquitto, prefix: str, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys.toml"
+    made = await run_cli("mcp", "keys", "--file", str(keys), "--subject", "ops")
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.decode().strip()
+    args = ("dashboard", "--http", "127.0.0.1:0", "--token", "s3cret", "--auth", "keys", str(keys))
+    async with cli_process(*args, *connection(mosquitto.url, prefix)) as process:
+        assert process.stderr is not None
+        seen = b""
+        with anyio.fail_after(TIMEOUT):
+            while b"\n" not in seen:
+                seen += await process.stderr.receive()
+        printed = re.search(rb"Dashboard on http://127\.0\.0\.1:(\d+)/", seen)
+        assert printed, seen
+        port = int(printed.group(1))
+        refused, _, _ = await fetch(port, "/api/state", headers={"Authorization": "Bearer nope"})
+        assert refused == 401
+        status, _, body = await fetch(
+            port, "/api/state", headers={"Authorization": f"Bearer {key}"}
+        )
+        assert status == 200 and "counters" in json.loads(body)
+        process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(TIMEOUT):
+            assert await process.wait() == 0

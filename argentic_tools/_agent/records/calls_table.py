@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS calls (
     arguments TEXT,
     result TEXT,
     content TEXT,
-    exchanges TEXT
+    exchanges TEXT,
+    user_id TEXT
 );
 CREATE INDEX IF NOT EXISTS calls_by_time ON calls (ended_at);
 CREATE INDEX IF NOT EXISTS calls_by_tool ON calls (tool_name, ended_at);
@@ -50,7 +51,7 @@ COMMIT;
 INSERT = (
     "INSERT INTO calls (call_id, task_id, tool_name, tool_id, thread_id, trace_id, status, "
     "error_code, error, duration_ms, started_at, ended_at, arguments, result, content, "
-    "exchanges) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "exchanges, user_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 READ: dict[str, str] = {
@@ -69,6 +70,7 @@ READ: dict[str, str] = {
     "timestamp": "ended_at",
     "content": "content",
     "exchanges": "exchanges",
+    "user_id": "user_id",
 }
 """Each :class:`~argentic_tools.Observation` field read back, and its column."""
 
@@ -77,9 +79,9 @@ SELECT = "SELECT {columns} FROM calls"
 JSON_FIELDS = ("arguments", "result", "content", "exchanges")
 """The fields kept as JSON text."""
 
-ADDED_COLUMNS = ("content", "exchanges")
-"""Columns a history written by an older version lacks (content blocks, then exchanges):
-added when a recorder opens it, read as NULL until then."""
+ADDED_COLUMNS = ("content", "exchanges", "user_id")
+"""Columns a history written by an older version lacks (content blocks, exchanges, the
+caller's user): added when a recorder opens it, read as NULL until then."""
 
 
 def add_new_columns(connection: sqlite3.Connection) -> None:
@@ -93,6 +95,7 @@ def add_new_columns(connection: sqlite3.Connection) -> None:
         except sqlite3.OperationalError as exc:
             if "duplicate column" not in str(exc):  # another process added it just now
                 raise
+    connection.execute("CREATE INDEX IF NOT EXISTS calls_by_user ON calls (user_id, ended_at)")
 
 
 def _columns(connection: sqlite3.Connection) -> set[str]:
@@ -109,6 +112,7 @@ def read_calls(
     until: float | datetime | None = None,
     limit: int | None = 100,
     call: str | None = None,
+    user: str | None = None,
 ) -> list[Observation]:
     """The calls kept in the history file ``path``, newest first (as written so far).
 
@@ -128,6 +132,8 @@ def read_calls(
         until: Only calls that ended before this time.
         limit: The newest calls at most (None: all).
         call: Only the call (its attempts) with this task id or call id.
+        user: Only calls made on behalf of this user (``CallContext.user_id``: an MCP
+            gateway's caller, the subject of its token).
 
     Raises:
         FileNotFoundError: There is no file at ``path``.
@@ -144,6 +150,7 @@ def read_calls(
         ("ended_at >= ?", _seconds(since)),
         ("ended_at < ?", _seconds(until)),
         ("(task_id = ? OR call_id = ?)", call),
+        ("user_id = ?", user),
     ):
         if value is not None:
             clauses.append(clause)

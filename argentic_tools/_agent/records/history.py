@@ -514,6 +514,7 @@ class SqliteRecorder(AsyncResource):
             self._json(observation.result),
             self._content(observation.content),
             self._exchanges(observation.exchanges),
+            _text(observation.user_id),
         )
 
     def _content(self, blocks: list[dict[str, Any]] | None) -> str | None:
@@ -594,6 +595,7 @@ class SqliteRecorder(AsyncResource):
         until: float | datetime | None = None,
         limit: int | None = 100,
         call: str | None = None,
+        user: str | None = None,
     ) -> list[Observation]:
         """The calls kept in the file, newest first (see :func:`read_calls`)."""
         return read_calls(
@@ -605,6 +607,7 @@ class SqliteRecorder(AsyncResource):
             until=until,
             limit=limit,
             call=call,
+            user=user,
         )
 
 
