@@ -224,3 +224,25 @@ def test_benchmarks_write_to_a_scratch_folder_unless_asked_to_update_the_results
     scratch.rmdir()
     assert results_dir(parser.parse_args(["--update-results"])) == RESULTS_DIR
     assert results_dir(parser.parse_args(["--results-dir", str(tmp_path)])) == tmp_path
+
+
+def test_the_journal_benchmark_runs_end_to_end_in_small(tmp_path: Path) -> None:
+    if find_mosquitto() is None:
+        pytest.skip("mosquitto is not installed (run `make test`, which installs it)")
+    report = tmp_path / "journal.md"
+    sizes = ["--reps", "1", "--sequential", "5", "--calls", "50", "--inflight", "10"]
+    sizes += ["--pending", "20", "--results", str(report)]
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.journal", *sizes],
+        cwd=ROOT,
+        env=uncovered_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    text = report.read_text()
+    assert "| echo p50, ms (5 sequential) |" in text
+    assert "Reattach: 20 calls left running in the journal" in text
+    assert json.loads(report.with_suffix(".json").read_text())["reattach"]["pending"] == 20
