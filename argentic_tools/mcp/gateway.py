@@ -443,11 +443,11 @@ class McpGateway:
         else:
             call = self.tasks.call_for(ctx, declared(ctx.session.client_capabilities), responses)
             handlers = call.handlers(ctx)
-            taskable = isinstance(call, TaskableCall)
+            taskable = isinstance(call.side, TaskableCall)
             if not handlers.any and not taskable:  # nothing to ask or log: one request
                 return await self._execute(ctx, params, name, context, None)
             arguments = dict(params.arguments or {})
-            label = call.label if isinstance(call, TaskableCall) else None
+            label = call.side.label if isinstance(call.side, TaskableCall) else None
             timeout = self.tasks.timeout_for(name, self.timeout) if taskable else self.timeout
 
             async def work() -> ToolResult:
@@ -467,8 +467,8 @@ class McpGateway:
 
             self._rounds.start(call, work)
         try:
-            if isinstance(call, TaskableCall):
-                return await self.tasks.round(ctx, call, params.name, name)
+            if isinstance(call.side, TaskableCall):
+                return await self.tasks.round(ctx, call.side, params.name, name)
             return await call.next_round(ctx)
         except anyio.get_cancelled_exc_class():
             call.scope.cancel()  # the client gave up the call

@@ -46,7 +46,7 @@ import logging
 import math
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.abc
@@ -87,6 +87,32 @@ class _Question:
         self.answered = anyio.Event()
 
 
+class TaskSide(Protocol):
+    """What a call may become besides its rounds: an MCP task (see :mod:`.tasks`).
+
+    Once :attr:`adopted`, the call's questions go to it (the client answers them with
+    ``tasks/update``, not with a request); until then it counts the questions open in
+    rounds (:attr:`asking`). It hears of progress and of the call's end, and cancels
+    :attr:`watching` once no request of the client is expected any more.
+    """
+
+    asking: int
+    watching: anyio.CancelScope
+
+    @property
+    def adopted(self) -> bool:
+        """Whether the call has become a task."""
+
+    async def ask(self, method: str, params: Mapping[str, Any], hint: str | None) -> dict[str, Any]:
+        """A question of the task: its answer, once ``tasks/update`` gives it."""
+
+    def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        """A progress report of the call."""
+
+    def finished(self, result: ToolResult | None) -> None:
+        """The bus call ended (None: cancelled)."""
+
+
 class PendingCall:
     """A bus call served over several ``tools/call`` requests (rounds).
 
@@ -113,6 +139,8 @@ class PendingCall:
         self._attached: list[ServerRequestContext[Any]] = []
         self._attach_changed = anyio.Event()
         self._backlog: collections.deque[LogRecord] = collections.deque(maxlen=LOG_BACKLOG)
+        self.side: TaskSide | None = None
+        """The MCP task the call may become (a client that declared the tasks extension)."""
 
     # -- the tool's side: handlers for execute_tool ------------------------------------
 
@@ -143,7 +171,24 @@ class PendingCall:
         return await self.ask(ROOTS, {}, None)
 
     async def ask(self, method: str, params: Mapping[str, Any], hint: str | None) -> dict[str, Any]:
-        """Put a question in the next ``input_required`` result; return the client's answer."""
+        """Put a question in the next ``input_required`` result; return the client's answer.
+
+        A call that became a task asks its task instead.
+        """
+        side = self.side
+        if side is None:
+            return await self._ask_in_rounds(method, params, hint)
+        if side.adopted:
+            return await side.ask(method, params, hint)
+        side.asking += 1
+        try:
+            return await self._ask_in_rounds(method, params, hint)
+        finally:
+            side.asking -= 1
+
+    async def _ask_in_rounds(
+        self, method: str, params: Mapping[str, Any], hint: str | None
+    ) -> dict[str, Any]:
         self._asked += 1
         key = hint or f"{_DEFAULT_KEYS[method]}-{self._asked}"
         if key in self._open:
@@ -173,6 +218,8 @@ class PendingCall:
         for ctx in self._attached[-1:]:
             if (ctx.meta or {}).get("progress_token") is not None:
                 await ctx.session.report_progress(progress, total, message)
+        if self.side is not None:
+            self.side.progressed(progress, total, message)
 
     # -- the client's side: rounds ------------------------------------------------------
 
@@ -230,9 +277,21 @@ class PendingCall:
         self.result = result
         self.over = True
         self._touch()
+        if self.side is not None:
+            self.side.finished(result)
 
     async def watch(self, wait: float) -> None:
-        """Cancel the call once no request of its client was open for ``wait`` seconds."""
+        """Cancel the call once no request of its client was open for ``wait`` seconds.
+
+        Not once it became a task: its client then polls the task instead.
+        """
+        if self.side is None:
+            await self._watch(wait)
+        else:
+            with self.side.watching:
+                await self._watch(wait)
+
+    async def _watch(self, wait: float) -> None:
         while True:
             while self._attached:
                 await self._attach_changed.wait()

@@ -164,21 +164,24 @@ class _Question:
         self.answered = anyio.Event()
 
 
-class TaskableCall(PendingCall):
-    """A 2026-07-28 call that may become a task.
+class TaskableCall:
+    """The task side of a 2026-07-28 call that may become a task (its call's ``side``).
 
-    Served in ``input_required`` rounds like any :class:`PendingCall` until
+    The call is served in ``input_required`` rounds like any :class:`PendingCall` until
     :meth:`adopt`; from then on its questions wait in :attr:`questions` for
     ``tasks/update``, and its client is no longer expected to come back with a request.
+
+    Args:
+        call: The call (it is given this object as its ``side``).
+        on_end: Told when the call ends.
+
     """
 
     def __init__(
-        self,
-        can_ask: frozenset[str],
-        advance: Mapping[str, Any],
-        on_end: Callable[["TaskableCall", ToolResult | None], None],
+        self, call: PendingCall, on_end: Callable[["TaskableCall", ToolResult | None], None]
     ) -> None:
-        super().__init__(can_ask, advance)
+        self.call = call
+        call.side = self
         self.label = f"mcp-task-{secrets.token_hex(8)}"
         """The bus call's label (``task_id_override``)."""
         self.task: TaskRecord | None = None
@@ -189,29 +192,24 @@ class TaskableCall(PendingCall):
         self.cancel_requested = False
         self.note: str | None = None
         """The last progress report, as a status message."""
+        self.watching = anyio.CancelScope()
+        """The call's watch for its client's next request, cancelled by :meth:`adopt`."""
         self._keys: set[str] = set()
         self._count = 0
-        self._watching = anyio.CancelScope()
         self._on_end = on_end
+
+    @property
+    def adopted(self) -> bool:
+        """Whether the call has become a task."""
+        return self.task is not None
 
     def adopt(self, record: TaskRecord) -> None:
         """The call is the task ``record`` from now on."""
         self.task = record
-        self._watching.cancel()  # no request of its client is expected any more
-
-    async def watch(self, wait: float) -> None:
-        """As :meth:`PendingCall.watch`, until the call becomes a task."""
-        with self._watching:
-            await super().watch(wait)
+        self.watching.cancel()  # no request of its client is expected any more
 
     async def ask(self, method: str, params: Mapping[str, Any], hint: str | None) -> dict[str, Any]:
-        """A question: in the next round, or the task's ``inputRequests`` once a task."""
-        if self.task is None:
-            self.asking += 1
-            try:
-                return await super().ask(method, params, hint)
-            finally:
-                self.asking -= 1
+        """A question of the task: in its ``inputRequests`` until ``tasks/update`` answers."""
         self._count += 1
         key = hint or f"{_KINDS[method]}-task-{self._count}"
         if key in self._keys:
@@ -234,15 +232,13 @@ class TaskableCall(PendingCall):
                 question.answer = dict(value)
                 question.answered.set()
 
-    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """Progress: to the current round's request, and the task's status message."""
-        await super().progress(progress, total, message)
+    def progressed(self, progress: float, total: float | None, message: str | None) -> None:
+        """Progress: the task's status message."""
         done = f"{progress:g}" if total is None else f"{progress:g}/{total:g}"
         self.note = f"{done}: {message}" if message else done
 
-    def finish(self, result: ToolResult | None) -> None:
+    def finished(self, result: ToolResult | None) -> None:
         """The bus call ended (None: cancelled)."""
-        super().finish(result)
         self._on_end(self, result)
 
 
@@ -311,9 +307,10 @@ class McpTasks:
         self, ctx: ServerRequestContext[Any], can_ask: frozenset[str], advance: Mapping[str, Any]
     ) -> PendingCall:
         """The pending call of a new request: one that may become a task when the client can."""
+        call = PendingCall(can_ask, advance)
         if declares_tasks(ctx):
-            return TaskableCall(can_ask, advance, self._ended)
-        return PendingCall(can_ask, advance)
+            TaskableCall(call, self._ended)
+        return call
 
     def timeout_for(self, name: str, timeout: float | None) -> float | None:
         """The timeout of a call of ``name``: ``timeout``, or the task's life for a tagged tool."""
@@ -322,18 +319,19 @@ class McpTasks:
         return self.ttl_ms / 1000
 
     async def round(
-        self, ctx: ServerRequestContext[Any], call: TaskableCall, tool: str, name: str
+        self, ctx: ServerRequestContext[Any], side: TaskableCall, tool: str, name: str
     ) -> ToolResult | types.InputRequiredResult | dict[str, Any]:
         """The result, the questions of a round, or the task the call became.
 
         ``tool`` is the MCP name, ``name`` the registry name.
         """
-        if call.task is None:
+        call = side.call
+        if side.task is None:
             wait = 0.0 if self.mode(name) else self.task_after
             with anyio.move_on_after(wait):
                 return await call.next_round(ctx)
-            if call.result is None and not call.over and not call.asking:
-                return self._adopt(ctx, call, tool)
+            if call.result is None and not call.over and not side.asking:
+                return self._adopt(ctx, side, tool)
         return await call.next_round(ctx)
 
     def _adopt(
@@ -424,7 +422,7 @@ class McpTasks:
         call = self._live.get(record.task_id)
         if call is not None:
             call.cancel_requested = True
-            call.scope.cancel()  # the manager sends TOOL_CANCEL to the tool
+            call.call.scope.cancel()  # the manager sends TOOL_CANCEL to the tool
         else:  # a call this gateway waits on again after a restart
             await self.manager.cancel(record.label, "the MCP client cancelled its task")
             self._settle(record, None, cancelled=True)
@@ -488,9 +486,9 @@ class McpTasks:
 
     def _forget(self, record: TaskRecord) -> None:
         call = self._live.pop(record.task_id, None)
-        if call is not None and not call.over:
+        if call is not None and not call.call.over:
             call.cancel_requested = True
-            call.scope.cancel()
+            call.call.scope.cancel()
         self.store.delete(record.task_id)
 
     async def stop(self) -> None:

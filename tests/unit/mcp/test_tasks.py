@@ -15,6 +15,7 @@ from mcp.server.context import ServerRequestContext
 
 from argentic_tools._protocol.messages import ToolResult
 from argentic_tools.mcp.asking import ELICIT, ROOTS, SAMPLE
+from argentic_tools.mcp.input_required import PendingCall
 from argentic_tools.mcp.task_store import TaskRecord
 from argentic_tools.mcp.tasks import EXTENSION, TaskableCall, declares_tasks, iso, owner_of
 
@@ -38,12 +39,13 @@ def _record() -> TaskRecord:
 
 async def test_a_tasks_questions_wait_for_their_answers_under_keys_used_once() -> None:
     ended: list[ToolResult | None] = []
-    call = TaskableCall(frozenset({ELICIT, SAMPLE, ROOTS}), {}, lambda _, r: ended.append(r))
+    rounds = PendingCall(frozenset({ELICIT, SAMPLE, ROOTS}), {})
+    call = TaskableCall(rounds, lambda _, r: ended.append(r))
     call.adopt(_record())
     answers: dict[str, dict[str, Any]] = {}
 
     async def ask(name: str) -> None:
-        answers[name] = await call.ask(ELICIT, QUESTION, None)
+        answers[name] = await rounds.ask(ELICIT, QUESTION, None)  # the task takes it
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
@@ -72,7 +74,7 @@ async def test_a_tasks_questions_wait_for_their_answers_under_keys_used_once() -
                 await anyio.lowlevel.checkpoint()
             assert list(call.questions) == ["elicitation-task-3"]  # never a used key
             call.answer_task({"elicitation-task-3": {"action": "cancel"}})
-    call.finish(None)
+    rounds.finish(None)
     assert ended == [None]
 
 
