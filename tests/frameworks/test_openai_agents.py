@@ -56,6 +56,7 @@ NAMES = (
     "whoami",
     "steps",
     "chunks",
+    "chatty",
     "tiny_image",
     "mixed",
     "blob",

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 import anyio
 
 from argentic_tools import ToolManager, Topics, tool
-from tests.support import asking_proc
+from tests.support import asking_proc, media_tools
 from tests.support.brokers import uncovered_env
 from tests.support.clients import manager_with_tools
 from tests.support.processes import ROOT, ToolProcess
@@ -23,7 +23,7 @@ PYTHON = r"```python\n(.*?)```"
 FLEET_TOOLS = {
     "tests.support.tool_proc": ("echo", "whoami", "fail"),
     "tests.support.long_proc": ("steps", "chunks"),
-    "tests.support.media_tools": ("tiny_image", "chart"),
+    "tests.support.media_tools": (*media_tools.NAMES, "speaker"),
     "tests.support.asking_proc": asking_proc.NAMES,
 }
 """Each process and the tools the tests wait for."""
