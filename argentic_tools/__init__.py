@@ -11,10 +11,12 @@ from ._agent.calls.handlers import (
     CallerHandlers,
     CallRef,
     ElicitHandler,
+    HandlerKeywords,
     LogHandler,
     RootsHandler,
     SampleHandler,
 )
+from ._agent.calls.options import BatchKeywords, CallKeywords
 from ._agent.calls.progress import BatchProgressCallback, ProgressCallback
 from ._agent.calls.streams import ToolStream
 from ._agent.fleet.exports import ExportFormat
@@ -131,6 +133,7 @@ __all__ = [
     "Audio",
     "BaseMessage",
     "BaseTool",
+    "BatchKeywords",
     "BatchProgressCallback",
     "BrokerError",
     "BrokerURL",
@@ -138,6 +141,7 @@ __all__ = [
     "CallContext",
     "CallJournal",
     "CallRef",
+    "CallKeywords",
     "CallerHandlers",
     "ClientOfflineMessage",
     "ContentBlock",
@@ -148,6 +152,7 @@ __all__ = [
     "EmbeddedResource",
     "ExportFormat",
     "FunctionTool",
+    "HandlerKeywords",
     "Image",
     "InMemoryRecorder",
     "IncomingMessage",

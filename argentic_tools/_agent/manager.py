@@ -20,7 +20,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 
@@ -48,18 +48,10 @@ from .calls.batch import run_batch
 from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.fleet_changes import apply_change
-from .calls.handlers import (
-    CallerHandlers,
-    ElicitHandler,
-    LogHandler,
-    RootsHandler,
-    SampleHandler,
-    given,
-)
+from .calls.handlers import CallerHandlers, HandlerKeywords, handlers_of
 from .calls.model_output import model_output
-from .calls.options import CallOptions, call_field, context_with
+from .calls.options import BatchKeywords, CallKeywords, CallOptions, call_field
 from .calls.pending import CallSpec
-from .calls.progress import BatchProgressCallback, ProgressCallback
 from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
 from .calls.streams import ToolStream
 from .fleet.exports import ExportFormat, export
@@ -130,9 +122,10 @@ class ToolManager(AsyncResource):
             ``None`` (the default): for batches of 4,096 calls or more, while the
             collector is enabled and unless the application froze objects itself;
             ``True``: for every batch of more than 128 calls; ``False``: never.
-        on_elicit, on_sample, on_log, on_roots: Every call's handlers for its tool's
-            questions and log records, unless the call brings its own (see
-            :meth:`execute_tool`).
+        handlers: Every call's handlers for its tool's questions and log records
+            (:class:`CallerHandlers`), unless the call brings its own (see
+            :meth:`execute_tool`); ``on_elicit=``, ``on_sample=``, ``on_log=`` and
+            ``on_roots=`` give them one by one (:class:`HandlerKeywords`).
         journal: Keep every call until it ends in this :class:`CallJournal` (a path: a
             :class:`SqliteJournal`), so that a manager started again with it waits for the
             calls left running (:meth:`result`, :meth:`reattached`). Needs a stable client id.
@@ -166,11 +159,9 @@ class ToolManager(AsyncResource):
         metrics_port: int | None = None,
         tenant: bool = False,
         gc_freeze: bool | None = None,
-        on_elicit: ElicitHandler | None = None,
-        on_sample: SampleHandler | None = None,
-        on_log: LogHandler | None = None,
-        on_roots: RootsHandler | None = None,
         journal: "CallJournal | str | Path | None" = None,
+        handlers: CallerHandlers | None = None,
+        **handler_keywords: Unpack[HandlerKeywords],
     ) -> None:
         self.messager = messager
         if journal is not None and not messager.stable_id:
@@ -180,7 +171,7 @@ class ToolManager(AsyncResource):
             )
         self.journal = SqliteJournal(journal) if isinstance(journal, str | Path) else journal
         """Where calls are kept until they end, to outlive this process (None: nowhere)."""
-        self.handlers = CallerHandlers(on_elicit, on_sample, on_log, on_roots)
+        self.handlers = handlers_of(handler_keywords, handlers) or CallerHandlers()
         """Handlers for every call's questions and log records, unless a call brings its own."""
         user = messager.username
         if tenant and (not private_replies or user is None or inbox_level(user) is None):
@@ -418,19 +409,7 @@ class ToolManager(AsyncResource):
         arguments: dict[str, Any],
         task_id_override: str | None = None,
         timeout: float | None = None,
-        *,
-        call_id: str | None = None,
-        context: CallContext | None = None,
-        on_progress: ProgressCallback | None = None,
-        idle_timeout: float | None = None,
-        max_duration: float | None = None,
-        thread_id: str | None = None,
-        trace_id: str | None = None,
-        user_id: str | None = None,
-        on_elicit: ElicitHandler | None = None,
-        on_sample: SampleHandler | None = None,
-        on_log: LogHandler | None = None,
-        on_roots: RootsHandler | None = None,
+        **options: Unpack[CallKeywords],
     ) -> ToolResult:
         """Call a tool and wait for its result; never raises for a failed call.
 
@@ -446,27 +425,12 @@ class ToolManager(AsyncResource):
             timeout: Seconds to wait; ``default_timeout`` when None (and no
                 ``idle_timeout`` is given). Zero means no time at all (the call
                 times out without being sent).
-            call_id: The caller's id for the call, returned unchanged.
-            context: Thread, trace and user ids, delivered to the tool.
-            on_progress: Called as ``on_progress(progress, total, message)`` for each
-                progress report of the tool, in order, before this returns; a plain
-                function or a coroutine function.
-            idle_timeout: For long work: the call times out after this many seconds
-                without a progress report (each report starts it again) instead of
-                after ``timeout``. Only for tools that report progress.
-            max_duration: With ``idle_timeout``: the absolute limit that no report
-                extends (``timeout`` is used when this is None; neither: no limit).
-            thread_id: The conversation thread, put in ``context`` (as
-                :meth:`execute_tools` takes it); also what the policy checks.
-            trace_id: The trace, put in ``context``.
-            user_id: The user, put in ``context``.
-            on_elicit: Answers the tool's questions (``on_elicit(request, call)`` ->
-                :class:`ElicitResult`); without one, a tool that asks fails at once.
-            on_sample: Lends the caller's model (``on_sample(request, call)`` ->
-                :class:`SampleResult`). Each handler may be async; while a question
-                waits, ``idle_timeout`` does not run.
-            on_log: Receives log records (``on_log(record, call)``).
-            on_roots: Names the caller's roots (``on_roots(call)``).
+            **options: The call's other settings, :class:`CallKeywords`: ``call_id``,
+                ``context`` (or ``thread_id``, ``trace_id``, ``user_id``),
+                ``on_progress``, ``idle_timeout``, ``max_duration``, and the handlers
+                for the tool's questions and log records (``handlers``, or
+                ``on_elicit``, ``on_sample``, ``on_log``, ``on_roots``; those the
+                call lacks are the manager's).
 
         Returns:
             A :class:`TaskResultMessage` on success (its ``result`` the value, its
@@ -476,18 +440,11 @@ class ToolManager(AsyncResource):
             ``invalid_arguments``, ``invalid_output``, ``execution_error``,
             ``ask_not_supported``, ``timeout``, ``tool_offline`` or ``cancelled``.
 
+        Raises:
+            TypeError: A keyword that is not a setting (as for any misspelt parameter).
+
         """
-        options = CallOptions(
-            task_id_override,
-            timeout,
-            call_id,
-            context_with(context, thread_id, trace_id, user_id),
-            on_progress,
-            idle_timeout,
-            max_duration,
-            given(on_elicit, on_sample, on_log, on_roots),
-        )
-        spec = options.spec(
+        spec = CallOptions.read(options, task_id_override, timeout).spec(
             tool_name_or_id, arguments, self.default_timeout, None, None, self.handlers
         )
         return await self._runner.run(spec, self.policy)
@@ -498,19 +455,7 @@ class ToolManager(AsyncResource):
         arguments: dict[str, Any],
         task_id_override: str | None = None,
         timeout: float | None = None,
-        *,
-        call_id: str | None = None,
-        context: CallContext | None = None,
-        on_progress: ProgressCallback | None = None,
-        idle_timeout: float | None = None,
-        max_duration: float | None = None,
-        thread_id: str | None = None,
-        trace_id: str | None = None,
-        user_id: str | None = None,
-        on_elicit: ElicitHandler | None = None,
-        on_sample: SampleHandler | None = None,
-        on_log: LogHandler | None = None,
-        on_roots: RootsHandler | None = None,
+        **options: Unpack[CallKeywords],
     ) -> ToolStream:
         """Call a tool and receive its result in chunks, as the tool sends them.
 
@@ -522,19 +467,10 @@ class ToolManager(AsyncResource):
         that does not stream yields nothing and gives its result. The arguments
         are those of :meth:`execute_tool`.
         """
-        options = CallOptions(
-            task_id_override,
-            timeout,
-            call_id,
-            context_with(context, thread_id, trace_id, user_id),
-            on_progress,
-            idle_timeout,
-            max_duration,
-            given(on_elicit, on_sample, on_log, on_roots),
-        )
+        read = CallOptions.read(options, task_id_override, timeout)
         stream = ToolStream(self._call)
         sink, wait = stream.chunk_arrived, self.default_timeout
-        stream.spec = options.spec(tool_name_or_id, arguments, wait, sink, None, self.handlers)
+        stream.spec = read.spec(tool_name_or_id, arguments, wait, sink, None, self.handlers)
         return stream
 
     async def result(self, task_id: str, timeout: float | None = None) -> ToolResult:
@@ -574,16 +510,27 @@ class ToolManager(AsyncResource):
         return self._runner.run(spec, self.policy)
 
     async def get_tool_results(
-        self, tool_call_requests: Sequence[ToolCallRequest]
+        self,
+        tool_call_requests: Sequence[ToolCallRequest],
+        **options: Unpack[BatchKeywords],
     ) -> tuple[list[ToolResult], bool]:
         """Run several calls concurrently.
+
+        Args:
+            tool_call_requests: The calls, each with its own arguments and, optionally,
+                its ``call_id``, ``timeout``, ``context``, ``idle_timeout`` and
+                ``max_duration``.
+            **options: What every request shares, :class:`BatchKeywords` (a request's
+                own setting wins): ``on_progress(call_id, progress, total, message)``,
+                the handlers, ``timeout``, ...
 
         Returns:
             The results in request order, and whether any of them failed.
 
         """
+        shared, on_progress = CallOptions.read_batch(options)
         results = await self._batch(
-            (request.tool_id, request.arguments, CallOptions.of_request(request))
+            (request.tool_id, request.arguments, shared.for_request(request, on_progress))
             for request in tool_call_requests
         )
         return results, any(not r.ok for r in results)
@@ -593,34 +540,19 @@ class ToolManager(AsyncResource):
         calls: Sequence[Any],
         thread_id: str | None = None,
         trace_id: str | None = None,
-        *,
-        user_id: str | None = None,
-        timeout: float | None = None,
-        on_progress: BatchProgressCallback | None = None,
-        idle_timeout: float | None = None,
-        max_duration: float | None = None,
-        on_elicit: ElicitHandler | None = None,
-        on_sample: SampleHandler | None = None,
-        on_log: LogHandler | None = None,
-        on_roots: RootsHandler | None = None,
+        **options: Unpack[BatchKeywords],
     ) -> list[ToolResult]:
         """Run parsed tool calls (``call_id``, ``tool_name``, ``arguments``) concurrently.
 
         Each item may be an object with those attributes or a mapping with
         those keys (``toolName``/``callId`` as ART writes them work too).
         Returns one result per call, in order, each carrying its ``call_id``;
-        a failure is a result, never an exception. ``on_progress`` is called as
-        ``on_progress(call_id, progress, total, message)`` for every call's reports;
-        ``idle_timeout``, ``max_duration`` and the handlers apply to each call as in
-        :meth:`execute_tool` (``call`` tells a handler which call asks).
+        a failure is a result, never an exception. ``options`` (:class:`BatchKeywords`)
+        apply to each call as in :meth:`execute_tool`; ``on_progress`` is called as
+        ``on_progress(call_id, progress, total, message)`` for every call's reports
+        (``call`` tells a handler which call asks).
         """
-        shared = CallOptions(
-            timeout=timeout,
-            context=CallContext(thread_id=thread_id, trace_id=trace_id, user_id=user_id),
-            idle_timeout=idle_timeout,
-            max_duration=max_duration,
-            handlers=given(on_elicit, on_sample, on_log, on_roots),
-        )
+        shared, on_progress = CallOptions.read_batch(options, thread_id, trace_id)
         return await self._batch(
             (
                 call_field(call, "tool_name", "toolName"),

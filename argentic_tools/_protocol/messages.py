@@ -15,7 +15,6 @@ liveness, and :mod:`.parsing` the one entry point for received payloads.
 
 import time
 import uuid
-from collections.abc import Callable
 from enum import Enum
 from typing import Any, Literal, NoReturn
 
@@ -24,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     field_validator,
+    model_validator,
 )
 
 from .._errors import (
@@ -332,7 +332,12 @@ ToolResult = TaskResultMessage | TaskErrorMessage
 
 
 class ToolCallRequest(WireModel):
-    """One call in a batch for ``get_tool_results``."""
+    """One call in a batch for ``get_tool_results``: data only.
+
+    What a caller does with the calls' progress reports, questions and log records is
+    given once, to the batch (``get_tool_results(requests, on_progress=..., on_elicit=...)``)
+    or to the manager, never to a request.
+    """
 
     tool_id: str
     """Name or id of the tool to call."""
@@ -341,23 +346,29 @@ class ToolCallRequest(WireModel):
     call_id: str | None = None
     """The caller's id for this call, returned on its result (the task gets a fresh id)."""
     timeout: float | None = None
-    """Seconds to wait for this call; the manager's default when None."""
+    """Seconds to wait for this call; the batch's (or the manager's default) when None."""
     context: CallContext | None = None
     """Execution context for this call."""
-    on_progress: Callable[..., Any] | None = Field(default=None, exclude=True)
-    """Called as ``on_progress(progress, total, message)`` for this call's reports."""
     idle_timeout: float | None = None
     """Seconds without progress after which this call times out (see ``execute_tool``)."""
     max_duration: float | None = None
     """Absolute limit for this call with ``idle_timeout``."""
-    on_elicit: Callable[..., Any] | None = Field(default=None, exclude=True)
-    """Answers this call's tool's questions (see ``execute_tool``)."""
-    on_sample: Callable[..., Any] | None = Field(default=None, exclude=True)
-    """Lends this call's tool the caller's model (see ``execute_tool``)."""
-    on_roots: Callable[..., Any] | None = Field(default=None, exclude=True)
-    """Names the caller's roots to this call's tool (see ``execute_tool``)."""
-    on_log: Callable[..., Any] | None = Field(default=None, exclude=True)
-    """Receives this call's tool's log records (see ``execute_tool``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_callables(cls, data: Any) -> Any:
+        """Refuse the handlers a request once carried: given here they would do nothing."""
+        if isinstance(data, dict):
+            moved = sorted(name for name in _MOVED_TO_THE_BATCH if data.get(name) is not None)
+            if moved:
+                raise ValueError(
+                    f"ToolCallRequest holds data only: give {', '.join(moved)} to "
+                    "get_tool_results(requests, ...) or to the ToolManager instead"
+                )
+        return data
+
+
+_MOVED_TO_THE_BATCH = ("on_progress", "on_elicit", "on_sample", "on_log", "on_roots")
 
 
 def encode(message: BaseMessage) -> bytes:

@@ -180,20 +180,21 @@ async def test_async_callbacks_and_batches_get_progress(long_manager: ToolManage
     assert [p for c, p in seen if c == "a"] == [1.0, 2.0]
     assert [p for c, p in seen if c == "b"] == [1.0, 2.0, 3.0]
 
-    one = Reports()
+    seen.clear()
     batch, failed = await long_manager.get_tool_results(
         [
             ToolCallRequest(
                 tool_id="steps",
                 arguments={"count": 2, "interval": 0.15},
-                on_progress=one,
+                call_id="one",
                 idle_timeout=5,
             )
-        ]
+        ],
+        on_progress=on_call_progress,
     )
     assert not failed
     assert batch[0].result == 2
-    assert [p for p, _, _ in one.seen] == [1.0, 2.0]
+    assert seen == [("one", 1.0), ("one", 2.0)]
 
 
 @pytest.mark.parametrize(

@@ -312,7 +312,7 @@ async def test_manager_defaults_batches_and_streams_take_part_and_the_exchange_i
         logged: list[tuple[str | None, str]] = []
         assert ok(batch[0])["data"] == {"name": "Default"}
         results, any_failed = await manager.get_tool_results(
-            [ToolCallRequest(tool_id="ask_name", on_elicit=answering("cancel"))]
+            [ToolCallRequest(tool_id="ask_name")], on_elicit=answering("cancel")
         )
         assert not any_failed and ok(results[0])["action"] == "cancel"
 

@@ -1,7 +1,9 @@
 """How a caller takes part in its calls: the handlers for a tool's questions and log records.
 
-``execute_tool``, ``stream_tool``, the batches and the ``ToolManager`` itself (as
-defaults for every call) take three optional handlers:
+A :class:`CallerHandlers` holds them as one value, given once to the ``ToolManager``
+(for every call) or to one call (``handlers=``, which wins handler by handler); each
+may also be given on its own under its name (:class:`HandlerKeywords`), by the same
+front doors. The four handlers:
 
 - ``on_elicit(request, call)``: a tool asks a question (:class:`ElicitRequest`);
   return an :class:`ElicitResult` (``accept`` with the answer, ``decline`` or
@@ -20,7 +22,7 @@ gets :class:`~argentic_tools.AskNotSupportedError` at once.
 """
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from ..._protocol.messages import CallContext
 from ..._protocol.participation import (
@@ -116,13 +118,37 @@ class CallerHandlers(NamedTuple):
         )
 
 
-def given(
-    on_elicit: ElicitHandler | None,
-    on_sample: SampleHandler | None,
-    on_log: LogHandler | None,
-    on_roots: RootsHandler | None,
+class HandlerKeywords(TypedDict, total=False):
+    """The handlers as keywords, one by one: what ``handlers=`` takes as one value.
+
+    Every front door that takes handlers (``ToolManager``, ``execute_tool``,
+    ``stream_tool``, the batches, the framework adapters) accepts these keywords; each
+    given one wins over the same handler of a ``handlers=`` given beside it.
+    """
+
+    on_elicit: ElicitHandler | None
+    """Answers the tool's questions (``on_elicit(request, call)`` -> :class:`ElicitResult`);
+    without one, a tool that asks fails at once."""
+    on_sample: SampleHandler | None
+    """Lends the caller's model (``on_sample(request, call)`` -> :class:`SampleResult`)."""
+    on_log: LogHandler | None
+    """Receives the tool's log records (``on_log(record, call)``)."""
+    on_roots: RootsHandler | None
+    """Names the caller's roots (``on_roots(call)``)."""
+
+
+def handlers_of(
+    keywords: "HandlerKeywords | Mapping[str, Any]", handlers: CallerHandlers | None = None
 ) -> CallerHandlers | None:
-    """A call's own handlers, or None when it brings none (the common case: no tuple)."""
+    """``handlers`` with the handlers given one by one in ``keywords`` over it.
+
+    None when there is none at all (the common case: no tuple is built).
+    """
+    on_elicit = keywords.get("on_elicit")
+    on_sample = keywords.get("on_sample")
+    on_log = keywords.get("on_log")
+    on_roots = keywords.get("on_roots")
     if on_elicit is None and on_sample is None and on_log is None and on_roots is None:
-        return None
-    return CallerHandlers(on_elicit, on_sample, on_log, on_roots)
+        return handlers if handlers is not None and handlers.any else None
+    own = CallerHandlers(on_elicit, on_sample, on_log, on_roots)
+    return own if handlers is None else own.over(handlers)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from argentic_tools import CallContext, ToolCallRequest
+from argentic_tools import CallContext, CallerHandlers, ToolCallRequest
 from argentic_tools._agent.calls.options import CallOptions, call_field, context_with
 
 pytestmark = pytest.mark.anyio
@@ -55,10 +55,52 @@ def test_a_batch_call_gets_its_id_and_its_own_progress_callback() -> None:
     assert shared.for_batch_call("c2", None).on_progress is None
 
 
-def test_a_request_of_a_batch_becomes_options() -> None:
+def test_a_request_of_a_batch_becomes_options_its_own_settings_winning() -> None:
+    shared, _ = CallOptions.read_batch({"timeout": 9, "max_duration": 60, "user_id": "u"})
     request = ToolCallRequest(tool_id="echo", call_id="a", timeout=3, idle_timeout=2)
-    options = CallOptions.of_request(request)
+    options = shared.for_request(request, None)
     assert (options.call_id, options.timeout, options.idle_timeout) == ("a", 3, 2)
+    assert options.max_duration == 60 and options.context == CallContext(user_id="u")
+    bare = shared.for_request(ToolCallRequest(tool_id="echo"), None)
+    assert (bare.timeout, bare.idle_timeout) == (9, None)
+
+
+def test_call_keywords_are_read_into_options_with_the_ids_in_the_context() -> None:
+    def progress(p: float, t: float | None, m: str | None) -> None: ...
+
+    options = CallOptions.read(
+        {"call_id": "c", "thread_id": "t", "user_id": "u", "on_progress": progress},
+        "label",
+        4,
+    )
+    assert (options.task_id_override, options.timeout, options.call_id) == ("label", 4, "c")
+    assert options.context == CallContext(thread_id="t", user_id="u")
+    assert options.on_progress is progress and options.handlers is None
+    assert CallOptions.read({}, None, None) == CallOptions()
+
+
+def test_handlers_given_one_by_one_win_over_those_given_whole() -> None:
+    def elicit(request: object, call: object) -> dict[str, str]:
+        return {"action": "decline"}
+
+    def log(record: object, call: object) -> None: ...
+
+    whole = CallerHandlers(on_elicit=lambda r, c: {"action": "accept"}, on_log=log)
+    options = CallOptions.read({"handlers": whole, "on_elicit": elicit})
+    assert options.handlers == CallerHandlers(on_elicit=elicit, on_log=log)
+    assert CallOptions.read({"handlers": CallerHandlers()}).handlers is None
+
+
+def test_a_misspelt_or_foreign_keyword_is_refused_like_a_misspelt_parameter() -> None:
+    with pytest.raises(TypeError, match="'on_elicitt'"):
+        CallOptions.read({"on_elicitt": None})  # type: ignore[typeddict-unknown-key]
+    with pytest.raises(TypeError, match="'call_id'"):
+        CallOptions.read_batch({"call_id": "c"})  # type: ignore[typeddict-unknown-key]
+
+
+def test_a_request_refuses_the_callables_it_once_carried() -> None:
+    with pytest.raises(ValueError, match="on_progress to get_tool_results"):
+        ToolCallRequest(tool_id="echo", on_progress=print)
 
 
 def test_ids_given_beside_a_context_are_merged_into_it_and_win() -> None:
