@@ -30,7 +30,6 @@ from .._logging import DropLog, InstanceLogger, LogLevel, parse_log_level
 from .._protocol.fleet_messages import ManagerOnlineMessage, ToolStatsMessage
 from .._protocol.messages import (
     PROTOCOL_VERSION,
-    CallContext,
     ToolCallRequest,
     ToolResult,
 )
