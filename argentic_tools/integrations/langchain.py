@@ -49,7 +49,7 @@ import base64
 import contextvars
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from langchain_core.callbacks import AsyncCallbackManagerForToolRun, adispatch_custom_event
 from langchain_core.runnables import RunnableConfig, ensure_config
@@ -59,13 +59,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
 from pydantic import ConfigDict
 
-from .._agent.calls.handlers import (
-    CallRef,
-    ElicitHandler,
-    LogHandler,
-    RootsHandler,
-    SampleHandler,
-)
+from .._agent.calls.handlers import CallerHandlers, CallRef, LogHandler
 from .._agent.calls.model_output import model_output
 from .._agent.fleet.exports import provider_name
 from .._agent.fleet.info import ToolInfo
@@ -81,7 +75,7 @@ from .._protocol.content import (
 )
 from .._protocol.messages import TaskErrorMessage, ToolResult
 from .._protocol.participation import ElicitRequest, ElicitResult, LogRecord
-from ._shared import CallSettings
+from ._shared import CallSettings, RunPause, RunSide, SettingsKeywords, run_call
 
 __all__ = [
     "CHUNK_EVENT",
@@ -207,42 +201,38 @@ class FleetTool(BaseTool):
         label = f"lc-{uuid.uuid4().hex}"
         tool_call_id = _TOOL_CALL_ID.get()
         emit = self._emitter(tool_call_id)
-        paused: list[GraphInterrupt] = []
-        settings = self.settings
-        on_elicit = settings.on_elicit
-        if on_elicit is None and settings.ask_the_run and _in_graph():
-            on_elicit = self._interrupting(contextvars.copy_context(), label, paused)
-        on_log = settings.on_log or self._logging(emit)
+        pause = RunPause(
+            self.manager, label, GraphInterrupt, "the graph paused for its caller's answer"
+        )
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             report = {"progress": progress, "total": total, "message": message}
             await emit({"type": "progress", **report})
 
+        async def on_chunk(chunk: Any) -> None:
+            await emit({"type": "chunk", "chunk": _jsonable(chunk)})
+
         trace = configurable.get("trace_id")
         if trace is None and run_manager is not None:
             trace = str(run_manager.parent_run_id or run_manager.run_id)
-        async with self.manager.stream_tool(
-            self.tool_name,
-            arguments,
-            label,
-            settings.timeout,
+        asks = self.settings.ask_the_run and _in_graph()
+        run = RunSide(
+            label=label,
             call_id=tool_call_id,
-            on_progress=on_progress,
-            idle_timeout=settings.idle_timeout,
-            thread_id=configurable.get("thread_id", settings.thread_id),
+            thread_id=configurable.get("thread_id"),
             trace_id=trace,
             user_id=configurable.get("user_id"),
-            on_elicit=on_elicit,
-            on_sample=settings.on_sample,
-            on_log=on_log,
-            on_roots=settings.on_roots,
-        ) as stream:
-            async for chunk in stream:
-                await emit({"type": "chunk", "chunk": _jsonable(chunk)})
-        result = stream.result
-        assert result is not None
-        if paused:
-            raise paused[0]
+            on_progress=on_progress,
+            on_chunk=on_chunk,
+            handlers=CallerHandlers(
+                on_elicit=pause.asking(self._interrupting(contextvars.copy_context()))
+                if asks
+                else None,
+                on_log=self._logging(emit),
+            ),
+        )
+        result = await run_call(self.manager, self.tool_name, arguments, self.settings, run)
+        pause.raise_if_paused()
         if not result.ok:
             raise ToolException(model_output(result, "prompt"))
         return langchain_content(result), model_output(result, "mcp")
@@ -280,26 +270,20 @@ class FleetTool(BaseTool):
         return on_log
 
     def _interrupting(
-        self, captured: contextvars.Context, label: str, paused: list[GraphInterrupt]
-    ) -> ElicitHandler:
-        """A question as a LangGraph interrupt; the pause cancels the waiting call."""
+        self, captured: contextvars.Context
+    ) -> Callable[[ElicitRequest, CallRef], Awaitable[Any]]:
+        """A question as a LangGraph interrupt (raised within the graph's context)."""
 
-        async def on_elicit(request: ElicitRequest, call: CallRef) -> Any:
+        async def ask(request: ElicitRequest, call: CallRef) -> Any:
             question = {
                 "type": "elicit",
                 "tool": self.tool_name,
                 "message": request.message,
                 "requested_schema": request.requested_schema,
             }
-            try:
-                resumed = captured.run(interrupt, question)
-            except GraphInterrupt as pause:
-                paused.append(pause)
-                await self.manager.cancel(label, "the graph paused for its caller's answer")
-                raise
-            return _answer(resumed)
+            return _answer(captured.run(interrupt, question))
 
-        return on_elicit
+        return ask
 
 
 def _in_graph() -> bool:
@@ -315,13 +299,8 @@ def langchain_tools(
     *,
     thread_id: str | None = None,
     tags: Iterable[str] | None = None,
-    timeout: float | None = None,
-    idle_timeout: float | None = None,
-    on_elicit: ElicitHandler | None = None,
-    on_sample: SampleHandler | None = None,
-    on_log: LogHandler | None = None,
-    on_roots: RootsHandler | None = None,
     interrupt_questions: bool = True,
+    **settings: Unpack[SettingsKeywords],
 ) -> list[FleetTool]:
     """The fleet's tools as LangChain tools, as the registry holds them now.
 
@@ -330,28 +309,18 @@ def langchain_tools(
         thread_id: Only tools the manager's policy enables for this thread (and the
             thread of calls made outside a graph with no ``thread_id`` of its own).
         tags: Only tools carrying all of these tags.
-        timeout: Seconds each call may take (the manager's default when None).
-        idle_timeout: For long tools: a call times out after this many seconds without
-            a progress report.
-        on_elicit: Answers the tools' questions instead of LangGraph's ``interrupt``.
-        on_sample: Lends the tools the caller's model.
-        on_log: Receives the tools' log records instead of the graph's stream.
-        on_roots: Names the caller's roots.
         interrupt_questions: Inside a graph, turn a question into an ``interrupt``
             (unless ``on_elicit`` is given).
+        **settings: For each call, as :meth:`~argentic_tools.ToolManager.execute_tool`
+            takes them (:class:`SettingsKeywords`): ``timeout``, ``idle_timeout``,
+            ``max_duration``, ``user_id`` (when the run's ``configurable`` names none),
+            and the handlers: ``on_elicit`` answers the tools' questions instead of
+            LangGraph's ``interrupt``, ``on_log`` receives their log records instead of
+            the graph's stream, ``on_sample`` and ``on_roots`` (or all as ``handlers``).
 
     """
-    settings = CallSettings(
-        timeout=timeout,
-        idle_timeout=idle_timeout,
-        on_elicit=on_elicit,
-        on_sample=on_sample,
-        on_log=on_log,
-        on_roots=on_roots,
-        thread_id=thread_id,
-        ask_the_run=interrupt_questions,
-    )
-    return FleetToolkit(manager=manager, tags=tuple(tags or ()), settings=settings).tools()
+    call_settings = CallSettings.of(settings, thread_id=thread_id, ask_the_run=interrupt_questions)
+    return FleetToolkit(manager=manager, tags=tuple(tags or ()), settings=call_settings).tools()
 
 
 class FleetToolkit(BaseToolkit):

@@ -46,8 +46,8 @@ import asyncio
 import contextvars
 import copy
 import uuid
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Unpack
 
 from llama_index.core.base.llms.types import (
     AudioBlock,
@@ -66,13 +66,7 @@ from llama_index_instrumentation.dispatcher import active_instrument_tags
 from pydantic import BaseModel, ConfigDict
 from workflows.runtime.types.results import WaitingForEvent
 
-from .._agent.calls.handlers import (
-    CallRef,
-    ElicitHandler,
-    LogHandler,
-    RootsHandler,
-    SampleHandler,
-)
+from .._agent.calls.handlers import CallerHandlers, CallRef, LogHandler
 from .._agent.calls.model_output import model_output
 from .._agent.fleet.exports import provider_name
 from .._agent.fleet.info import ToolInfo
@@ -88,7 +82,7 @@ from .._protocol.content import (
 )
 from .._protocol.messages import TaskErrorMessage, ToolResult
 from .._protocol.participation import ElicitRequest, LogRecord
-from ._shared import CallSettings
+from ._shared import CallSettings, RunPause, RunSide, SettingsKeywords, run_call
 
 __all__ = [
     "CallSettings",
@@ -238,39 +232,35 @@ class FleetTool(FunctionTool):
         ctx: Context | None = kwargs.pop(CONTEXT_PARAMETER, None)
         arguments = dict(kwargs)
         name = self.info.name
-        settings = self.settings
         label = f"li-{uuid.uuid4().hex}"
-        paused: list[WaitingForEvent[Any]] = []
+        pause = RunPause(
+            self.manager, label, WaitingForEvent, "the run waits for its caller's answer"
+        )
         emit: Callable[[Event], None] = (
             (lambda _: None) if ctx is None else ctx.write_event_to_stream
         )
-        on_elicit = settings.on_elicit
-        if on_elicit is None and settings.ask_the_run and ctx is not None:
-            on_elicit = self._asking(ctx, contextvars.copy_context(), label, paused)
 
         def on_progress(progress: float, total: float | None, message: str | None) -> None:
             emit(ToolProgress(tool=name, progress=progress, total=total, message=message))
 
-        async with self.manager.stream_tool(
-            name,
-            arguments,
-            label,
-            settings.timeout,
-            on_progress=on_progress,
-            idle_timeout=settings.idle_timeout,
-            thread_id=settings.thread_id,
+        def on_chunk(chunk: Any) -> None:
+            emit(ToolChunk(tool=name, chunk=_chunk(chunk)))
+
+        asks = ctx is not None and self.settings.ask_the_run
+        run = RunSide(
+            label=label,
             trace_id=active_instrument_tags.get().get("llamaindex.run_id"),
-            on_elicit=on_elicit,
-            on_sample=settings.on_sample,
-            on_log=settings.on_log or (None if ctx is None else _logging(emit)),
-            on_roots=settings.on_roots,
-        ) as stream:
-            async for chunk in stream:
-                emit(ToolChunk(tool=name, chunk=_chunk(chunk)))
-        result = stream.result
-        assert result is not None
-        if paused:
-            raise paused[0]
+            on_progress=on_progress,
+            on_chunk=on_chunk,
+            handlers=CallerHandlers(
+                on_elicit=None
+                if ctx is None or not asks
+                else pause.asking(self._asking(ctx, contextvars.copy_context())),
+                on_log=None if ctx is None else _logging(emit),
+            ),
+        )
+        result = await run_call(self.manager, name, arguments, self.settings, run)
+        pause.raise_if_paused()
         return ToolOutput(
             tool_name=self.metadata.get_name(),
             blocks=llamaindex_blocks(result),
@@ -280,16 +270,12 @@ class FleetTool(FunctionTool):
         )
 
     def _asking(
-        self,
-        ctx: Context,
-        captured: contextvars.Context,
-        label: str,
-        paused: list[WaitingForEvent[Any]],
-    ) -> ElicitHandler:
-        """A question as a workflow wait; the pause cancels the waiting call."""
+        self, ctx: Context, captured: contextvars.Context
+    ) -> Callable[[ElicitRequest, CallRef], Awaitable[Mapping[str, Any]]]:
+        """A question as a workflow wait for the caller's :class:`ToolAnswer`."""
         asked = 0
 
-        async def on_elicit(request: ElicitRequest, call: CallRef) -> Mapping[str, Any]:
+        async def ask(request: ElicitRequest, call: CallRef) -> Mapping[str, Any]:
             nonlocal asked
             asked += 1
             question = ToolQuestion(
@@ -303,16 +289,11 @@ class FleetTool(FunctionTool):
                 waiter_event=question,
                 requirements={"question_id": question.question_id},
             )
-            try:
-                # Within the step's own context: LlamaIndex finds the waiting step there.
-                answer = await _in_context(captured, waiting)
-            except WaitingForEvent as pause:
-                paused.append(pause)
-                await self.manager.cancel(label, "the run waits for its caller's answer")
-                raise
+            # Within the step's own context: LlamaIndex finds the waiting step there.
+            answer = await _in_context(captured, waiting)
             return {"action": answer.action, "content": answer.content}
 
-        return on_elicit
+        return ask
 
 
 async def _in_context(captured: contextvars.Context, waiting: Any) -> ToolAnswer:
@@ -342,13 +323,8 @@ def llamaindex_tools(
     *,
     thread_id: str | None = None,
     tags: Iterable[str] | None = None,
-    timeout: float | None = None,
-    idle_timeout: float | None = None,
-    on_elicit: ElicitHandler | None = None,
-    on_sample: SampleHandler | None = None,
-    on_log: LogHandler | None = None,
-    on_roots: RootsHandler | None = None,
     ask_in_workflow: bool = True,
+    **settings: Unpack[SettingsKeywords],
 ) -> list[FleetTool]:
     """The fleet's tools as LlamaIndex tools, as the registry holds them now.
 
@@ -357,28 +333,18 @@ def llamaindex_tools(
         thread_id: Only tools the manager's policy enables for this thread, and the
             calls' thread.
         tags: Only tools carrying all of these tags.
-        timeout: Seconds each call may take (the manager's default when None).
-        idle_timeout: For long tools: a call times out after this many seconds without
-            a progress report.
-        on_elicit: Answers the tools' questions instead of the run's caller.
-        on_sample: Lends the tools the caller's model.
-        on_log: Receives the tools' log records instead of the run's event stream.
-        on_roots: Names the caller's roots.
         ask_in_workflow: Inside an agent or workflow, turn a question into a
             :class:`ToolQuestion` the run's caller answers (unless ``on_elicit`` is given).
+        **settings: For each call, as :meth:`~argentic_tools.ToolManager.execute_tool`
+            takes them (:class:`SettingsKeywords`): ``timeout``, ``idle_timeout``,
+            ``max_duration``, ``user_id``, and the handlers: ``on_elicit`` answers the
+            tools' questions instead of the run's caller, ``on_log`` receives their log
+            records instead of the run's event stream, ``on_sample`` and ``on_roots``
+            (or all as ``handlers``).
 
     """
-    settings = CallSettings(
-        timeout=timeout,
-        idle_timeout=idle_timeout,
-        on_elicit=on_elicit,
-        on_sample=on_sample,
-        on_log=on_log,
-        on_roots=on_roots,
-        thread_id=thread_id,
-        ask_the_run=ask_in_workflow,
-    )
-    return FleetToolRetriever(manager, tags=tags, settings=settings).tools()
+    call_settings = CallSettings.of(settings, thread_id=thread_id, ask_the_run=ask_in_workflow)
+    return FleetToolRetriever(manager, tags=tags, settings=call_settings).tools()
 
 
 class FleetToolRetriever(ObjectRetriever[FleetTool]):

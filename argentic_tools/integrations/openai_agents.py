@@ -38,7 +38,7 @@
 
 import base64
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Unpack
 
 from agents import (
     FunctionTool,
@@ -52,7 +52,6 @@ from agents.tool_context import ToolContext
 from agents.tracing import custom_span, get_current_span, get_current_trace
 from agents.tracing.traces import NoOpTrace
 
-from .._agent.calls.handlers import ElicitHandler, LogHandler, RootsHandler, SampleHandler
 from .._agent.calls.model_output import OPENAI_IMAGE_TYPES
 from .._agent.manager import ToolManager
 from .._protocol.content import BLOCK_TYPES, EmbeddedResource, Image, Text, plain
@@ -60,6 +59,8 @@ from ._shared import (
     Approval,
     CallSettings,
     Listed,
+    RunSide,
+    SettingsKeywords,
     approves,
     as_text,
     failure_text,
@@ -97,10 +98,11 @@ class FleetTools:
             (the SDK's tool approval).
         on_progress: Receives each call's progress reports.
         on_chunk: Receives each call's streamed chunks.
-        timeout, idle_timeout, max_duration, user_id: For each call, as
-            :meth:`~argentic_tools.ToolManager.execute_tool` takes them.
-        on_elicit, on_sample, on_log, on_roots: Handlers for a tool's questions and
-            log records while it runs.
+        **settings: For each call, as :meth:`~argentic_tools.ToolManager.execute_tool`
+            takes them (:class:`SettingsKeywords`): ``timeout``, ``idle_timeout``,
+            ``max_duration``, ``user_id``, and the handlers for a tool's questions and
+            log records while it runs (``handlers``, or ``on_elicit``, ``on_sample``,
+            ``on_log``, ``on_roots``).
 
     Example:
         >>> fleet = FleetTools(manager)  # doctest: +SKIP
@@ -118,14 +120,7 @@ class FleetTools:
         needs_approval: Approval = False,
         on_progress: ProgressHandler | None = None,
         on_chunk: ChunkHandler | None = None,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
-        max_duration: float | None = None,
-        user_id: str | None = None,
-        on_elicit: ElicitHandler | None = None,
-        on_sample: SampleHandler | None = None,
-        on_log: LogHandler | None = None,
-        on_roots: RootsHandler | None = None,
+        **settings: Unpack[SettingsKeywords],
     ) -> None:
         self.manager = manager
         self.thread_id = thread_id
@@ -134,9 +129,7 @@ class FleetTools:
         self.needs_approval = needs_approval
         self.on_progress = on_progress
         self.on_chunk = on_chunk
-        self.settings = CallSettings(
-            timeout, idle_timeout, max_duration, user_id, on_elicit, on_sample, on_log, on_roots
-        )
+        self.settings = CallSettings.of(settings, thread_id=thread_id)
         self._names: frozenset[str] = frozenset()
         self._names_version = -1
 
@@ -207,17 +200,14 @@ class FleetTools:
             if self.on_chunk is not None:
                 await maybe_await(self.on_chunk(context, value))
 
-        result = await run_call(
-            self.manager,
-            tool.info.name,
-            arguments,
-            self.settings,
+        run = RunSide(
             call_id=context.tool_call_id,
             thread_id=self._thread(context),
             trace_id=trace_id,
             on_progress=progress,
             on_chunk=chunk,
         )
+        result = await run_call(self.manager, tool.info.name, arguments, self.settings, run)
         if not result.ok:
             return failure_text(result)
         parts = [_output(part) for part in result_parts(result)]

@@ -34,7 +34,7 @@
 import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
 from pydantic_ai import (
     ApprovalRequired,
@@ -49,13 +49,15 @@ from pydantic_ai import (
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from .._agent.calls.handlers import CallRef, ElicitHandler, LogHandler, RootsHandler, SampleHandler
+from .._agent.calls.handlers import CallerHandlers, CallRef
 from .._agent.manager import ToolManager
 from .._protocol.content import BLOCK_TYPES, Audio, EmbeddedResource, Image, Text, plain
 from .._protocol.participation import LogRecord
 from ._shared import (
     Approval,
     CallSettings,
+    RunSide,
+    SettingsKeywords,
     approves,
     correctable,
     failure_text,
@@ -116,10 +118,11 @@ class FleetToolset(AbstractToolset[Any]):
             retries when None).
         needs_approval: Tools that wait for a person's approval before each call
             (deferred tools: ``DeferredToolRequests``).
-        timeout, idle_timeout, max_duration, user_id: For each call, as
-            :meth:`~argentic_tools.ToolManager.execute_tool` takes them.
-        on_elicit, on_sample, on_log, on_roots: Handlers for a tool's questions and
-            log records while it runs.
+        **settings: For each call, as :meth:`~argentic_tools.ToolManager.execute_tool`
+            takes them (:class:`SettingsKeywords`): ``timeout``, ``idle_timeout``,
+            ``max_duration``, ``user_id``, and the handlers for a tool's questions and
+            log records while it runs (``handlers``, or ``on_elicit``, ``on_sample``,
+            ``on_log``, ``on_roots``; log records also reach the run's stream).
 
     Example:
         >>> agent = Agent(model, toolsets=[FleetToolset(manager)])  # doctest: +SKIP
@@ -135,14 +138,7 @@ class FleetToolset(AbstractToolset[Any]):
         tags: Iterable[str] | None = None,
         max_retries: int | None = None,
         needs_approval: Approval = False,
-        timeout: float | None = None,
-        idle_timeout: float | None = None,
-        max_duration: float | None = None,
-        user_id: str | None = None,
-        on_elicit: ElicitHandler | None = None,
-        on_sample: SampleHandler | None = None,
-        on_log: LogHandler | None = None,
-        on_roots: RootsHandler | None = None,
+        **settings: Unpack[SettingsKeywords],
     ) -> None:
         self.manager = manager
         self._id = id
@@ -150,10 +146,11 @@ class FleetToolset(AbstractToolset[Any]):
         self.tags = tuple(tags) if tags is not None else None
         self.max_retries = max_retries
         self.needs_approval = needs_approval
-        self.on_log = on_log
-        self.settings = CallSettings(
-            timeout, idle_timeout, max_duration, user_id, on_elicit, on_sample, None, on_roots
-        )
+        given = CallSettings.of(settings, thread_id=thread_id)
+        self.on_log = given.handlers.on_log
+        """Receives the tools' log records beside the run's event stream."""
+        # The run's own log handler shows each record in the stream and hands it on.
+        self.settings = dataclasses.replace(given, handlers=given.handlers._replace(on_log=None))
 
     @property
     def id(self) -> str | None:
@@ -213,18 +210,15 @@ class FleetToolset(AbstractToolset[Any]):
             if self.on_log is not None:
                 await maybe_await(self.on_log(record, call))
 
-        settings = dataclasses.replace(self.settings, on_log=log)
-        result = await run_call(
-            self.manager,
-            tool_name,
-            tool_args,
-            settings,
+        run = RunSide(
             call_id=ctx.tool_call_id,
             thread_id=self._thread(ctx),
             trace_id=ctx.run_id,
             on_progress=progress,
             on_chunk=chunk,
+            handlers=CallerHandlers(on_log=log),
         )
+        result = await run_call(self.manager, tool_name, tool_args, self.settings, run)
         if not result.ok:
             if correctable(result):
                 raise ModelRetry(failure_text(result))

@@ -118,6 +118,10 @@ class CallerHandlers(NamedTuple):
         )
 
 
+NO_HANDLERS = CallerHandlers()
+"""No handler at all (immutable, so one serves every default)."""
+
+
 class HandlerKeywords(TypedDict, total=False):
     """The handlers as keywords, one by one: what ``handlers=`` takes as one value.
 

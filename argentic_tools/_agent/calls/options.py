@@ -86,7 +86,13 @@ _CALL_KEYS = frozenset(CallKeywords.__optional_keys__)
 _BATCH_KEYS = frozenset(BatchKeywords.__optional_keys__)
 
 
-def _refuse_unknown(keywords: Mapping[str, Any], known: frozenset[str]) -> None:
+def refuse_unknown(keywords: Mapping[str, Any], known: frozenset[str]) -> None:
+    """Refuse keywords that are not settings, as Python refuses a misspelt parameter.
+
+    Raises:
+        TypeError: Naming each unknown keyword.
+
+    """
     if not keywords.keys() <= known:
         unknown = ", ".join(repr(key) for key in sorted(keywords.keys() - known))
         raise TypeError(f"unexpected keyword argument(s): {unknown}")
@@ -133,7 +139,7 @@ class CallOptions(NamedTuple):
         """
         if not keywords:
             return cls(task_id_override, timeout)  # the usual case: nothing else to read
-        _refuse_unknown(keywords, _CALL_KEYS)
+        refuse_unknown(keywords, _CALL_KEYS)
         return cls(
             task_id_override,
             timeout,
@@ -162,7 +168,7 @@ class CallOptions(NamedTuple):
             TypeError: A keyword that is not a setting of a batch.
 
         """
-        _refuse_unknown(keywords, _BATCH_KEYS)
+        refuse_unknown(keywords, _BATCH_KEYS)
         shared = cls(
             timeout=keywords.get("timeout"),
             context=context_with(None, thread_id, trace_id, keywords.get("user_id")),
