@@ -20,13 +20,13 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._errors import AskError, AskNotSupportedError, BrokerError, PayloadTooLargeError, ToolError
-from .._logging import DropLog
-from .._protocol.encoding import encode_fields
-from .._protocol.messages import TaskMessage, TaskResultMessage, TaskStatus
-from .._protocol.topics import Topics
-from .._protocol.validation import describe_problems, pydantic_problems
-from .._telemetry import (
+from ..._errors import AskError, AskNotSupportedError, BrokerError, PayloadTooLargeError, ToolError
+from ..._logging import DropLog
+from ..._protocol.encoding import encode_fields
+from ..._protocol.messages import TaskMessage, TaskResultMessage, TaskStatus
+from ..._protocol.topics import Topics
+from ..._protocol.validation import describe_problems, pydantic_problems
+from ..._telemetry import (
     ToolMetrics,
     call_span,
     end_call_span,
@@ -34,14 +34,14 @@ from .._telemetry import (
     trace_id_of,
     use_span,
 )
-from .._transport import Messager
-from .context import ToolContext, set_current_context
-from .control import CallControl, collect_chunks
-from .output import split_output, too_large
+from ..._transport import Messager
+from ..call.context import ToolContext, set_current_context
+from ..call.control import CallControl, collect_chunks
+from ..call.output import split_output, too_large
+from ..records.stats import ToolCounters
+from ..records.task_record import TaskRecord
 from .replies import error_reply
 from .served import ServedTool
-from .stats import ToolCounters
-from .task_record import TaskRecord
 
 logger = logging.getLogger("argentic_tools.tool")
 
