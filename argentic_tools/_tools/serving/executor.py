@@ -173,6 +173,7 @@ class TaskExecutor:
     async def _run(
         self, task: TaskMessage, local_deadline: float | None, control: CallControl
     ) -> tuple[bytes, str]:
+        """Run the tool on ``task``'s arguments in its context: the reply and its outcome."""
         tool = self.tool
         context = task.context
         token = set_current_context(
@@ -224,6 +225,17 @@ class TaskExecutor:
             )
         finally:
             token.var.reset(token)
+        return self._success(task, output, control, started)
+
+    def _success(
+        self, task: TaskMessage, output: Any, control: CallControl, started: float
+    ) -> tuple[bytes, str]:
+        """The encoded result of a run that returned ``output``, or the error it amounts to.
+
+        Its content blocks split from its value, its chunks, its duration since
+        ``started`` (``time.perf_counter()``): an error reply instead when it is not JSON
+        or it exceeds the payload limit.
+        """
         try:
             output, content = split_output(output)
         except (TypeError, ValueError) as exc:
@@ -239,7 +251,7 @@ class TaskExecutor:
             "message_id": task.message_id,
             "task_id": task.task_id,
             "tool_id": task.tool_id,
-            "tool_name": tool.name,
+            "tool_name": self.tool.name,
             "arguments": task.arguments,
             "call_id": task.call_id,
             "trace": task.trace,
