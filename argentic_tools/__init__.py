@@ -113,10 +113,10 @@ from ._protocol.participation import (
 )
 from ._protocol.topics import Topics
 from ._telemetry import start_metrics_server
-from ._tools.context import ToolContext
-from ._tools.definition import BaseTool, FunctionTool, tool
-from ._tools.output import ToolOutput
-from ._tools.service import ToolService, serve_main
+from ._tools.call.context import ToolContext
+from ._tools.call.output import ToolOutput
+from ._tools.definition.definition import BaseTool, FunctionTool, tool
+from ._tools.hosting.service import ToolService, serve_main
 from ._transport import BrokerURL, IncomingMessage, Messager
 
 try:

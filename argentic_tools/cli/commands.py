@@ -39,7 +39,7 @@ from .._protocol.messages import (
     ToolProgressMessage,
 )
 from .._protocol.parsing import parse_message
-from .._tools.service import (
+from .._tools.hosting.service import (
     service_from_args,
 )
 from .._transport import IncomingMessage

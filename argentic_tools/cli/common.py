@@ -15,7 +15,7 @@ from rich.text import Text
 from .._agent.fleet import settling
 from .._agent.manager import ToolManager
 from .._protocol.topics import Topics
-from .._tools.service import (
+from .._tools.hosting.service import (
     tls_params_from,
 )
 from .._transport import Messager, parse_brokers

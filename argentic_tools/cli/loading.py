@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._tools.definition import TOOL_ATTRIBUTE, BaseTool
+from .._tools.definition.definition import TOOL_ATTRIBUTE, BaseTool
 from .common import CliError
 
 

@@ -21,7 +21,7 @@ from rich.logging import RichHandler
 
 from .._errors import BrokerError, ToolsError
 from .._logging import LogLevel, parse_log_level
-from .._tools.service import (
+from .._tools.hosting.service import (
     add_connection_arguments,
     add_service_arguments,
 )

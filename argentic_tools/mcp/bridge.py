@@ -48,9 +48,9 @@ from pydantic import BaseModel, ConfigDict
 from .._errors import RegistrationError, ToolError
 from .._protocol.content import parse_blocks
 from .._protocol.topics import Topics
-from .._tools.definition import BaseTool
-from .._tools.output import ToolOutput
-from .._tools.service import ToolService
+from .._tools.call.output import ToolOutput
+from .._tools.definition.definition import BaseTool
+from .._tools.hosting.service import ToolService
 from .origins import ORIGIN, Origin
 from .server_process import INHERITED, ServerNotFoundError, ServerProcess
 from .server_requests import ServerRequests, declaring

@@ -37,7 +37,7 @@ import anyio
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .._tools.context import ToolContext
+from .._tools.call.context import ToolContext
 
 LISTEN = "subscriptions/listen"
 """The long-lived request (2026-07-28) by which the bridge follows the server's changes."""

@@ -32,7 +32,7 @@ from argentic_tools import (
 )
 from argentic_tools._agent.calls.progress import STREAM_GAP_SECONDS
 from argentic_tools._agent.calls.streams import STREAM_BUFFER_CHUNKS
-from argentic_tools._tools.watchdog import LoopWatchdog
+from argentic_tools._tools.hosting.watchdog import LoopWatchdog
 from tests.support import long_proc
 from tests.support.brokers import Mosquitto
 from tests.support.cli import cli_process, connection, lines, read_rest, read_until, run_cli

@@ -27,7 +27,7 @@ from argentic_tools import (
     ToolResult,
     Topics,
 )
-from argentic_tools._tools.asking import LOG_BURST
+from argentic_tools._tools.call.asking import LOG_BURST
 from tests.support import asking_proc
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_with_tools, messager_for

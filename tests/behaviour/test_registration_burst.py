@@ -3,7 +3,7 @@
 On a mosquitto with its default queue bounds (1,000 queued and 20 in-flight messages
 per client, which drop what does not fit), a process registers 10,000 tools and then
 unregisters them, while another process's tool is called without pause. The registering
-side paces itself by the manager's answers (``argentic_tools/_tools/pacing.py``).
+side paces itself by the manager's answers (``argentic_tools/_tools/serving/pacing.py``).
 """
 
 import anyio

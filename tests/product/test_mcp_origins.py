@@ -22,7 +22,7 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
-from argentic_tools._tools.context import ToolContext
+from argentic_tools._tools.call.context import ToolContext
 from argentic_tools.mcp.origins import ORIGIN, Origin
 from argentic_tools.mcp.server_process import ServerProcess
 from argentic_tools.mcp.server_requests import declaring

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from argentic_tools import BaseTool
-from argentic_tools._tools.service import (
+from argentic_tools._tools.hosting.service import (
     add_connection_arguments,
     add_service_arguments,
     service_from_args,

@@ -9,7 +9,7 @@ still does for a caller that sends no window).
 import sys
 
 from argentic_tools import serve_main
-from argentic_tools._tools import endpoint
+from argentic_tools._tools.serving import endpoint
 from tests.support.long_proc import many
 
 setattr(endpoint, "PROTOCOL_VERSION", 2)  # noqa: B010 - the name the endpoint registers with

@@ -342,7 +342,7 @@ class Membership:
         # Refusals on the shared topic reach every process: a flood of forged
         # registrations must not become a flood there. A process's own topic reaches
         # only it, and a process registering thousands of tools paces itself by these
-        # answers (see argentic_tools/_tools/pacing.py).
+        # answers (see argentic_tools/_tools/serving/pacing.py).
         if topic == self.topics.status and not self._refusal_budget():
             return  # a flood: the registering side learns on its next attempt
         self._spawn(

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from argentic_tools._tools.definition import as_tool
+from argentic_tools._tools.definition.definition import as_tool
 from argentic_tools.cli.common import CliError
 from argentic_tools.cli.loading import load_tools
 

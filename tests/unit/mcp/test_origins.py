@@ -9,7 +9,7 @@ pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
 import mcp_types as types
 
-from argentic_tools._tools.context import ToolContext
+from argentic_tools._tools.call.context import ToolContext
 from argentic_tools.mcp.origins import (
     CANCELLED_GRACE_SECONDS,
     ORIGIN,

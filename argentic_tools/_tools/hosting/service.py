@@ -14,16 +14,16 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from .._errors import BrokerUnavailableError, RegistrationError, ToolsError
-from .._lifecycle import AsyncResource
-from .._logging import parse_log_level
-from .._protocol.fleet_messages import ClientOfflineMessage
-from .._protocol.topics import Topics
-from .._telemetry import start_metrics_server
-from .._transport import Messager
-from .definition import BaseTool, as_tool
-from .endpoint import ToolEndpoint, registration_topic
-from .task_record import DEFAULT_RESULT_RETENTION
+from ..._errors import BrokerUnavailableError, RegistrationError, ToolsError
+from ..._lifecycle import AsyncResource
+from ..._logging import parse_log_level
+from ..._protocol.fleet_messages import ClientOfflineMessage
+from ..._protocol.topics import Topics
+from ..._telemetry import start_metrics_server
+from ..._transport import Messager
+from ..definition.definition import BaseTool, as_tool
+from ..records.task_record import DEFAULT_RESULT_RETENTION
+from ..serving.endpoint import ToolEndpoint, registration_topic
 from .watchdog import DEFAULT_BLOCKED_LOOP_SECONDS, LoopWatchdog
 
 logger = logging.getLogger("argentic_tools.service")

@@ -4,7 +4,7 @@ import pytest
 from pydantic import BaseModel
 
 from argentic_tools import AskError, ElicitResult, SamplingMessage
-from argentic_tools._tools.questions import (
+from argentic_tools._tools.call.questions import (
     CONFIRM_FIELD,
     confirm_request,
     confirmed,

@@ -19,7 +19,7 @@ from types import CodeType, FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .definition import BaseTool
+    from ..definition.definition import BaseTool
 
 logger = logging.getLogger("argentic_tools.tool")
 

@@ -14,8 +14,8 @@ from typing import Any, Required, TypedDict, Unpack
 from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
-from .._errors import AskError
-from .._protocol.participation import (
+from ..._errors import AskError
+from ..._protocol.participation import (
     ElicitRequest,
     ElicitResult,
     Root,
@@ -24,7 +24,7 @@ from .._protocol.participation import (
     SampleResult,
     SamplingMessage,
 )
-from .._protocol.validation import SchemaValidator, describe_problems
+from ..._protocol.validation import SchemaValidator, describe_problems
 
 CONFIRM_FIELD = "confirm"
 """The field of the yes/no question :func:`confirm_request` asks."""

@@ -1,6 +1,6 @@
 """The tool's side of a stream paced by its reader: which chunks may go, and the pauses."""
 
-from argentic_tools._tools.credit import StreamCredit
+from argentic_tools._tools.call.credit import StreamCredit
 
 
 def test_chunks_past_the_window_wait_in_order_until_credit_lets_them_go() -> None:

@@ -20,13 +20,13 @@ from typing import Any
 from pydantic import ValidationError as PydanticValidationError
 from pydantic_core import PydanticSerializationError
 
-from .._errors import AskError, AskNotSupportedError, BrokerError, PayloadTooLargeError, ToolError
-from .._logging import DropLog
-from .._protocol.encoding import encode_fields
-from .._protocol.messages import TaskMessage, TaskResultMessage, TaskStatus
-from .._protocol.topics import Topics
-from .._protocol.validation import describe_problems, pydantic_problems
-from .._telemetry import (
+from ..._errors import AskError, AskNotSupportedError, BrokerError, PayloadTooLargeError, ToolError
+from ..._logging import DropLog
+from ..._protocol.encoding import encode_fields
+from ..._protocol.messages import TaskMessage, TaskResultMessage, TaskStatus
+from ..._protocol.topics import Topics
+from ..._protocol.validation import describe_problems, pydantic_problems
+from ..._telemetry import (
     ToolMetrics,
     call_span,
     end_call_span,
@@ -34,14 +34,14 @@ from .._telemetry import (
     trace_id_of,
     use_span,
 )
-from .._transport import Messager
-from .context import ToolContext, set_current_context
-from .control import CallControl, collect_chunks
-from .output import split_output, too_large
+from ..._transport import Messager
+from ..call.context import ToolContext, set_current_context
+from ..call.control import CallControl, collect_chunks
+from ..call.output import split_output, too_large
+from ..records.stats import ToolCounters
+from ..records.task_record import TaskRecord
 from .replies import error_reply
 from .served import ServedTool
-from .stats import ToolCounters
-from .task_record import TaskRecord
 
 logger = logging.getLogger("argentic_tools.tool")
 
@@ -173,6 +173,7 @@ class TaskExecutor:
     async def _run(
         self, task: TaskMessage, local_deadline: float | None, control: CallControl
     ) -> tuple[bytes, str]:
+        """Run the tool on ``task``'s arguments in its context: the reply and its outcome."""
         tool = self.tool
         context = task.context
         token = set_current_context(
@@ -224,6 +225,17 @@ class TaskExecutor:
             )
         finally:
             token.var.reset(token)
+        return self._success(task, output, control, started)
+
+    def _success(
+        self, task: TaskMessage, output: Any, control: CallControl, started: float
+    ) -> tuple[bytes, str]:
+        """The encoded result of a run that returned ``output``, or the error it amounts to.
+
+        Its content blocks split from its value, its chunks, its duration since
+        ``started`` (``time.perf_counter()``): an error reply instead when it is not JSON
+        or it exceeds the payload limit.
+        """
         try:
             output, content = split_output(output)
         except (TypeError, ValueError) as exc:
@@ -239,7 +251,7 @@ class TaskExecutor:
             "message_id": task.message_id,
             "task_id": task.task_id,
             "tool_id": task.tool_id,
-            "tool_name": tool.name,
+            "tool_name": self.tool.name,
             "arguments": task.arguments,
             "call_id": task.call_id,
             "trace": task.trace,

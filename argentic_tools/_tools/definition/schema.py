@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, PydanticSchemaGenerationError, TypeAdapter, create_model
 
-from .._errors import ToolDefinitionError
-from .._protocol.content import BLOCK_TYPES
-from .output import ToolOutput
+from ..._errors import ToolDefinitionError
+from ..._protocol.content import BLOCK_TYPES
+from ..call.output import ToolOutput
 
 EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 

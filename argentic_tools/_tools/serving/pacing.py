@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from .._transport import Messager
+from ..._transport import Messager
 
 REGISTRATIONS_IN_FLIGHT = 128
 """Registrations (and unregistrations) one connection has out at once, unanswered.

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .._protocol.content import (
+from ..._protocol.content import (
     Audio,
     ContentBlock,
     Image,

@@ -23,13 +23,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import Any
 
-from .._errors import BrokerError, PayloadTooLargeError
-from .._protocol.messages import TaskMessage, ToolPartialMessage, ToolProgressMessage, encode
-from .._protocol.participation import ToolAnswerMessage
+from ..._errors import BrokerError, PayloadTooLargeError
+from ..._protocol.messages import TaskMessage, ToolPartialMessage, ToolProgressMessage, encode
+from ..._protocol.participation import ToolAnswerMessage
+from ..records.stats import ToolCounters
 from .asking import CallerLine
 from .credit import StreamCredit
 from .output import split_output, too_large
-from .stats import ToolCounters
 
 logger = logging.getLogger("argentic_tools.tool")
 

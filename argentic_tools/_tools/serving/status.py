@@ -17,8 +17,8 @@ import socket
 import time
 from typing import Protocol
 
-from .._errors import BrokerError, ProtocolError
-from .._protocol.fleet_messages import (
+from ..._errors import BrokerError, ProtocolError
+from ..._protocol.fleet_messages import (
     ManagerOnlineMessage,
     StatsRequestMessage,
     ToolRegisteredMessage,
@@ -27,11 +27,11 @@ from .._protocol.fleet_messages import (
     ToolStatsMessage,
     ToolUnregisteredMessage,
 )
-from .._protocol.messages import BaseMessage
-from .._protocol.parsing import parse_message
-from .._protocol.topics import Topics, inbox_level
-from .._transport import IncomingMessage, Messager
-from .stats import STARTED
+from ..._protocol.messages import BaseMessage
+from ..._protocol.parsing import parse_message
+from ..._protocol.topics import Topics, inbox_level
+from ..._transport import IncomingMessage, Messager
+from ..records.stats import STARTED
 
 
 class StatusRecipient(Protocol):

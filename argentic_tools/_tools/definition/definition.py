@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio.to_thread
 from pydantic import BaseModel
 
-from .._errors import ToolDefinitionError
-from .._protocol.topics import (
+from ..._errors import ToolDefinitionError
+from ..._protocol.topics import (
     DEFAULT_CALL_TOPIC_BASE,
     DEFAULT_REGISTER_TOPIC,
     DEFAULT_RESPONSE_TOPIC_BASE,
@@ -24,14 +24,14 @@ from .._protocol.topics import (
     Topics,
     tool_name_problem,
 )
-from .context import ToolContext, current_context
-from .control import CallControl, collect_chunks, collect_chunks_sync
-from .endpoint import ToolEndpoint
+from ..call.context import ToolContext, current_context
+from ..call.control import CallControl, collect_chunks, collect_chunks_sync
+from ..serving.endpoint import ToolEndpoint
 from .options import ToolOptions, checked_annotations
 from .schema import model_schema, output_schema, signature_model
 
 if TYPE_CHECKING:
-    from .._transport import Messager
+    from ..._transport import Messager
 
 F = TypeVar("F", bound=Callable[..., Any])
 

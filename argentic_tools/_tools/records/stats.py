@@ -2,7 +2,7 @@
 
 Each endpoint keeps a :class:`ToolCounters`; the process answers a ``STATS_REQUEST``
 on its status topic with one ``TOOL_STATS`` message for all the tools it serves
-(see :class:`~argentic_tools._tools.status.StatusRouter`), with no manager in the loop.
+(see :class:`~argentic_tools._tools.serving.status.StatusRouter`), with no manager in the loop.
 """
 
 import math

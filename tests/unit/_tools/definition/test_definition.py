@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
 from argentic_tools import BaseTool, FunctionTool, ToolDefinitionError, tool
-from argentic_tools._tools.definition import as_tool
+from argentic_tools._tools.definition.definition import as_tool
 from tests.support.greeter import GreetArgs, Greeter
 
 pytestmark = pytest.mark.anyio

@@ -7,8 +7,8 @@ from typing import Any, ClassVar, Unpack, overload
 
 from pydantic import BaseModel
 
-from .._errors import AskNotSupportedError
-from .._protocol.participation import (
+from ..._errors import AskNotSupportedError
+from ..._protocol.participation import (
     MCP_LOG_LEVELS,
     CallerAbility,
     ElicitRequest,

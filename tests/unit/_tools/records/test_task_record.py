@@ -1,7 +1,7 @@
 """The tool side's at-most-once record: a finished reply kept for a caller that comes back."""
 
-from argentic_tools._tools import task_record
-from argentic_tools._tools.task_record import RECENT_TASKS, TaskRecord
+from argentic_tools._tools.records import task_record
+from argentic_tools._tools.records.task_record import RECENT_TASKS, TaskRecord
 
 
 def test_a_finished_reply_outlives_newer_tasks_for_its_retention() -> None:

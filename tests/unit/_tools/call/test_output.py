@@ -3,8 +3,8 @@
 import pytest
 
 from argentic_tools import Image, ResourceLink, Text, ToolOutput, tool
-from argentic_tools._tools.definition import as_tool
-from argentic_tools._tools.output import split_output
+from argentic_tools._tools.call.output import split_output
+from argentic_tools._tools.definition.definition import as_tool
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

@@ -12,9 +12,9 @@ import uuid
 from collections.abc import Coroutine
 from typing import Any
 
-from .._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError
-from .._logging import DropLog
-from .._protocol.fleet_messages import (
+from ..._errors import BrokerError, PayloadTooLargeError, ProtocolError, RegistrationError
+from ..._logging import DropLog
+from ..._protocol.fleet_messages import (
     RegisterToolMessage,
     ToolPingMessage,
     ToolPongMessage,
@@ -25,7 +25,7 @@ from .._protocol.fleet_messages import (
     ToolUnregisteredMessage,
     UnregisterToolMessage,
 )
-from .._protocol.messages import (
+from ..._protocol.messages import (
     PROTOCOL_VERSION,
     BaseMessage,
     TaskMessage,
@@ -33,18 +33,14 @@ from .._protocol.messages import (
     ToolCreditMessage,
     encode,
 )
-from .._protocol.parsing import parse_message
-from .._protocol.participation import ToolAnswerMessage
-from .._protocol.topics import Topics
-from .._telemetry import ToolMetrics
-from .._transport import IncomingMessage, Messager
-from .control import CallControl
-from .executor import TaskExecutor
-from .pacing import PACE_SECONDS, RegistrationWindow
-from .served import ServedTool
-from .stats import ToolCounters
-from .status import StatusRouter
-from .task_record import (
+from ..._protocol.parsing import parse_message
+from ..._protocol.participation import ToolAnswerMessage
+from ..._protocol.topics import Topics
+from ..._telemetry import ToolMetrics
+from ..._transport import IncomingMessage, Messager
+from ..call.control import CallControl
+from ..records.stats import ToolCounters
+from ..records.task_record import (
     DEFAULT_RESULT_RETENTION,
     DONE,
     RUNNING,
@@ -53,6 +49,10 @@ from .task_record import (
     local_deadline_from,
     record_key,
 )
+from .executor import TaskExecutor
+from .pacing import PACE_SECONDS, RegistrationWindow
+from .served import ServedTool
+from .status import StatusRouter
 
 logger = logging.getLogger("argentic_tools.tool")
 

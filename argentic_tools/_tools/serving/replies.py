@@ -3,7 +3,7 @@
 import json
 from typing import Any
 
-from .._protocol.messages import TaskErrorMessage, TaskMessage, TaskStatus, encode
+from ..._protocol.messages import TaskErrorMessage, TaskMessage, TaskStatus, encode
 
 ERROR_TEXT_LIMIT = 4096
 """Characters of an error text kept when the whole reply would exceed the payload limit."""

@@ -10,8 +10,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from .._errors import ToolDefinitionError
-from .._protocol.topics import is_valid_tool_id
+from ..._errors import ToolDefinitionError
+from ..._protocol.topics import is_valid_tool_id
 
 ANNOTATION_HINTS = frozenset({"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"})
 """The boolean hints MCP defines for tools (``title`` is a string)."""

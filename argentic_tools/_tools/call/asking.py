@@ -5,7 +5,8 @@ Each :class:`~.control.CallControl` owns one. A question (``context.elicit``,
 reply topic, through the call's outbox (after the chunks and reports sent before it),
 and waits for the caller's ``TOOL_ANSWER`` of the same ``ask_id``. The endpoint hands
 an answer here only when it comes from the caller of the task (see
-:meth:`~.endpoint.ToolEndpoint`), and an answer to no open question is dropped.
+:class:`~argentic_tools._tools.serving.endpoint.ToolEndpoint`), and an answer to no
+open question is dropped.
 
 A caller that said in its task that it cannot answer a kind (``caller_handles``), or
 an older caller that said nothing, makes the question fail at once with
@@ -24,9 +25,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .._errors import AskError, AskNotSupportedError
-from .._protocol.messages import TaskMessage, encode
-from .._protocol.participation import (
+from ..._errors import AskError, AskNotSupportedError
+from ..._protocol.messages import TaskMessage, encode
+from ..._protocol.participation import (
     AskKind,
     CallerAbility,
     LogRecord,

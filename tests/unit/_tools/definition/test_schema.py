@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from argentic_tools import FunctionTool, ToolContext, ToolDefinitionError, tool
-from argentic_tools._tools.definition import as_tool
+from argentic_tools._tools.definition.definition import as_tool
 
 
 def built(func: Any) -> FunctionTool:

@@ -5,7 +5,7 @@ import anyio.lowlevel
 import pytest
 
 from argentic_tools import Messager
-from argentic_tools._tools.pacing import REGISTRATIONS_IN_FLIGHT, RegistrationWindow
+from argentic_tools._tools.serving.pacing import REGISTRATIONS_IN_FLIGHT, RegistrationWindow
 
 pytestmark = pytest.mark.anyio
 
