@@ -24,8 +24,10 @@ What each part of a call becomes:
   ``"tool_call_id"``; outside a graph, the same dicts are LangChain custom events
   (``astream_events``: ``on_custom_event`` named :data:`PROGRESS_EVENT`,
   :data:`CHUNK_EVENT` or :data:`LOG_EVENT`).
-- **Cancellation**: a cancelled run (a graph's task cancelled, ``astream`` closed) cancels
-  the awaiting call, and the tool is told to stop (its ``TOOL_CANCEL``).
+- **Cancellation**: a cancelled run (the task awaiting a graph's ``ainvoke`` cancelled, or
+  its ``astream`` closed) cancels the awaiting call, and the tool is told to stop (its
+  ``TOOL_CANCEL``). A task cancelled while it iterates ``astream`` leaves the graph
+  running until the stream is closed: iterate it in ``contextlib.aclosing``.
 - **Content**: the tool returns ``(content, artifact)`` (``response_format=
   "content_and_artifact"``): images become LangChain ``image`` content blocks, audio and
   binary resources ``file`` blocks (base64 with their MIME type), text and the rest

@@ -11,8 +11,7 @@ import base64
 import json
 import os
 import pathlib
-import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any, cast
 
 import anyio
@@ -43,14 +42,13 @@ from argentic_tools.integrations.langchain import (
     langchain_tools,
 )
 from tests.support.brokers import Mosquitto
-from tests.support.langchain_llamaindex_fleet import (
-    fleet,
-    fleet_manager,
+from tests.support.framework_fleet import (
+    check_received,
+    every_setting,
     joined,
     wait_for_mark,
 )
 from tests.support.media_tools import TINY_PNG, wav
-from tests.support.processes import ToolProcess
 
 pytestmark = pytest.mark.anyio
 
@@ -116,25 +114,6 @@ def call(name: str, **args: Any) -> dict[str, Any]:
 
 def tool_messages(state: dict[str, Any]) -> list[ToolMessage]:
     return [m for m in state["messages"] if isinstance(m, ToolMessage)]
-
-
-@pytest.fixture(scope="module")
-def fleet_prefix() -> str:
-    return f"lc{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(scope="module")
-def fleet_processes(mosquitto: Mosquitto, fleet_prefix: str) -> Iterator[list[ToolProcess]]:
-    with fleet(mosquitto.url, fleet_prefix) as processes:
-        yield processes
-
-
-@pytest.fixture
-async def manager(
-    mosquitto: Mosquitto, fleet_prefix: str, fleet_processes: list[ToolProcess]
-) -> AsyncIterator[ToolManager]:
-    async with fleet_manager(mosquitto.url, fleet_prefix) as tool_manager:
-        yield tool_manager
 
 
 async def test_a_graph_calls_fleet_tools_with_their_schemas_and_the_runs_thread(
@@ -251,20 +230,17 @@ async def test_closing_a_graph_run_mid_call_stops_the_tool(
 async def test_a_cancelled_graph_task_stops_the_tool(
     manager: ToolManager, tmp_path: pathlib.Path
 ) -> None:
+    # 1,000 steps of 50 ms, under the manager's 20 s default timeout: within this test's
+    # 15 s only the cancellation, never the call's own deadline, can stop the tool.
     arguments = {"count": 1000, "interval": 0.05, "label": "task", "directory": str(tmp_path)}
     graph = react_graph(
         ScriptedChatModel(script=[[call("steps", **arguments)]]), langchain_tools(manager)
     )
-    started = anyio.Event()
-
-    async def run() -> None:
-        async for _ in graph.astream({"messages": [HumanMessage("go")]}, stream_mode="custom"):
-            started.set()
-
-    with anyio.fail_after(20):
+    with anyio.fail_after(15):
         async with anyio.create_task_group() as group:
-            group.start_soon(run)
-            await started.wait()
+            group.start_soon(graph.ainvoke, {"messages": [HumanMessage("go")]})
+            while manager.pending_calls == 0:  # the tool's call is out
+                await anyio.sleep(0.01)
             group.cancel_scope.cancel()
         await wait_for_mark(tmp_path, "task.stopped")
     assert not (tmp_path / "task.done").exists()
@@ -406,11 +382,11 @@ async def test_a_tool_outside_a_graph_reports_progress_and_logs_as_custom_events
 
 
 async def test_the_toolkit_follows_tools_joining_and_leaving_the_fleet(
-    mosquitto: Mosquitto, fleet_prefix: str, manager: ToolManager
+    mosquitto: Mosquitto, fleet_topics: Topics, manager: ToolManager
 ) -> None:
     toolkit = FleetToolkit(manager=manager)
     assert "joined" not in {t.name for t in toolkit.get_tools()}
-    topics = Topics.with_prefix(fleet_prefix)
+    topics = fleet_topics
     with anyio.fail_after(20):
         async with ToolService(mosquitto.url, [joined], topics=topics):
             info = await manager.wait_for_tool("joined", timeout=15)
@@ -421,3 +397,15 @@ async def test_the_toolkit_follows_tools_joining_and_leaving_the_fleet(
             assert tool_messages(state)[0].content == "late"
         await manager.wait_for_tool_removed(info.id, timeout=15)
     assert "joined" not in {t.name for t in toolkit.get_tools()}
+
+
+async def test_every_setting_reaches_the_tool(manager: ToolManager) -> None:
+    reports = []
+    for settings in every_setting():
+        model = ScriptedChatModel(script=[[call("received")]])
+        graph = react_graph(model, langchain_tools(manager, thread_id="thread-s", **settings))
+        with anyio.fail_after(20):
+            state = await graph.ainvoke({"messages": [HumanMessage("report")]})
+        (message,) = tool_messages(state)
+        reports.append(json.loads(str(message.content)))
+    check_received(reports, call_ids=["call-0-0", "call-0-0"], thread_id="thread-s")

@@ -11,8 +11,7 @@ run's caller answers.
 import json
 import os
 import pathlib
-import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -47,14 +46,13 @@ from argentic_tools.integrations.llamaindex import (
     llamaindex_tools,
 )
 from tests.support.brokers import Mosquitto
-from tests.support.langchain_llamaindex_fleet import (
-    fleet,
-    fleet_manager,
+from tests.support.framework_fleet import (
+    check_received,
+    every_setting,
     joined,
     wait_for_mark,
 )
 from tests.support.media_tools import TINY_PNG, wav
-from tests.support.processes import ToolProcess
 
 pytestmark = [
     pytest.mark.anyio,
@@ -108,25 +106,6 @@ def outputs(events: list[Event]) -> list[ToolOutput]:
     """The tools' outputs in the order of the model's calls (parallel calls end in any)."""
     results = [e for e in events if isinstance(e, ToolCallResult)]
     return [e.tool_output for e in sorted(results, key=lambda e: e.tool_id)]
-
-
-@pytest.fixture(scope="module")
-def fleet_prefix() -> str:
-    return f"li{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(scope="module")
-def fleet_processes(mosquitto: Mosquitto, fleet_prefix: str) -> Iterator[list[ToolProcess]]:
-    with fleet(mosquitto.url, fleet_prefix) as processes:
-        yield processes
-
-
-@pytest.fixture
-async def manager(
-    mosquitto: Mosquitto, fleet_prefix: str, fleet_processes: list[ToolProcess]
-) -> AsyncIterator[ToolManager]:
-    async with fleet_manager(mosquitto.url, fleet_prefix) as tool_manager:
-        yield tool_manager
 
 
 async def test_an_agent_calls_fleet_tools_with_their_schemas_thread_and_run(
@@ -305,11 +284,11 @@ async def test_a_tool_called_outside_a_workflow_returns_its_output(
 
 
 async def test_the_retriever_follows_tools_joining_and_leaving_the_fleet(
-    mosquitto: Mosquitto, fleet_prefix: str, manager: ToolManager
+    mosquitto: Mosquitto, fleet_topics: Topics, manager: ToolManager
 ) -> None:
     retriever = FleetToolRetriever(manager)
     assert "joined" not in {t.metadata.name for t in await retriever.aretrieve("")}
-    topics = Topics.with_prefix(fleet_prefix)
+    topics = fleet_topics
     with anyio.fail_after(20):
         async with ToolService(mosquitto.url, [joined], topics=topics):
             info = await manager.wait_for_tool("joined", timeout=15)
@@ -319,3 +298,14 @@ async def test_the_retriever_follows_tools_joining_and_leaving_the_fleet(
             assert outputs(events)[0].content == "late"
         await manager.wait_for_tool_removed(info.id, timeout=15)
     assert "joined" not in {t.metadata.name for t in retriever.retrieve("")}
+
+
+async def test_every_setting_reaches_the_tool(manager: ToolManager) -> None:
+    reports = []
+    for settings in every_setting():
+        tools = llamaindex_tools(manager, thread_id="thread-s", **settings)
+        _, events = await run(agent_for(Script([("received", {})]), tools))
+        (output,) = outputs(events)
+        reports.append(json.loads(output.content))
+    # A LlamaIndex agent hands its tools no tool-call id: the call has none.
+    check_received(reports, call_ids=[None, None], thread_id="thread-s")

@@ -7,15 +7,14 @@ real test tool processes over a real broker.
 import asyncio
 import json
 import pathlib
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
 import pytest
 
 from tests.support.framework_fleet import (
-    fleet_manager,
-    fleet_processes,
+    check_received,
+    every_setting,
     skip_unless_frameworks,
     wait_for_files,
 )
@@ -49,33 +48,6 @@ from argentic_tools.integrations.openai_agents import PROGRESS_SPAN, FleetTools 
 from tests.support.brokers import Mosquitto  # noqa: E402
 
 pytestmark = pytest.mark.anyio
-
-NAMES = (
-    "echo",
-    "fail",
-    "whoami",
-    "steps",
-    "chunks",
-    "chatty",
-    "tiny_image",
-    "mixed",
-    "blob",
-    "beep",
-    "count",
-    "ask_name",
-)
-
-
-@pytest.fixture(scope="module")
-def fleet_topics(mosquitto: Mosquitto) -> Iterator[Topics]:
-    with fleet_processes(mosquitto.url) as topics:
-        yield topics
-
-
-@pytest.fixture
-async def fleet(mosquitto: Mosquitto, fleet_topics: Topics) -> AsyncIterator[ToolManager]:
-    async with fleet_manager(mosquitto.url, fleet_topics, NAMES) as manager:
-        yield manager
 
 
 def outputs(call: ModelCall) -> list[Any]:
@@ -424,3 +396,20 @@ async def test_a_tools_log_records_reach_the_on_log_handler(fleet: ToolManager) 
         result = await Runner.run(agent, "talk", run_config=config())
     assert result.final_output == "2"
     assert records == [("c1", "record 0", {"i": 0}), ("c1", "record 1", {"i": 1})]
+
+
+async def test_every_setting_reaches_the_tool(fleet: ToolManager) -> None:
+    reports = []
+    for n, settings in enumerate(every_setting()):
+        model = ScriptedModel(
+            [
+                [function_call("received", {}, call_id=f"call-{n}")],
+                ModelStep.respond(answer_with_output),
+            ]
+        )
+        tools = FleetTools(fleet, thread_id="thread-s", **settings).tools()
+        agent = Agent(name="a", model=model, tools=tools)
+        with anyio.fail_after(30):
+            result = await Runner.run(agent, "report", run_config=config())
+        reports.append(json.loads(result.final_output))
+    check_received(reports, call_ids=["call-0", "call-1"], thread_id="thread-s")

@@ -7,15 +7,15 @@ tool processes over a real broker.
 import asyncio
 import json
 import pathlib
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
 import anyio
 import pytest
 
 from tests.support.framework_fleet import (
-    fleet_manager,
-    fleet_processes,
+    check_received,
+    every_setting,
     skip_unless_frameworks,
     wait_for_files,
 )
@@ -60,34 +60,8 @@ from tests.support.brokers import Mosquitto  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
-NAMES = (
-    "echo",
-    "fail",
-    "whoami",
-    "steps",
-    "chunks",
-    "chatty",
-    "tiny_image",
-    "mixed",
-    "blob",
-    "beep",
-    "count",
-    "ask_name",
-)
 
 Step = Callable[[list[ModelMessage], AgentInfo], ModelResponse]
-
-
-@pytest.fixture(scope="module")
-def fleet_topics(mosquitto: Mosquitto) -> Iterator[Topics]:
-    with fleet_processes(mosquitto.url) as topics:
-        yield topics
-
-
-@pytest.fixture
-async def fleet(mosquitto: Mosquitto, fleet_topics: Topics) -> AsyncIterator[ToolManager]:
-    async with fleet_manager(mosquitto.url, fleet_topics, NAMES) as manager:
-        yield manager
 
 
 def call(name: str, arguments: dict[str, Any], call_id: str) -> Step:
@@ -395,3 +369,15 @@ async def test_audio_and_a_binary_resource_reach_the_model_as_binary_content(
     assert isinstance(blob, BinaryContent) and blob.data == bytes(range(16))
     assert blob.media_type == "application/octet-stream"
     assert isinstance(beep, BinaryContent) and beep.media_type == "audio/wav"
+
+
+async def test_every_setting_reaches_the_tool(fleet: ToolManager) -> None:
+    reports = []
+    for n, settings in enumerate(every_setting()):
+        script = Script(call("received", {}, f"call-{n}"), repeat_return)
+        toolset = FleetToolset(fleet, thread_id="thread-s", **settings)
+        agent = Agent(script.model(), toolsets=[toolset])
+        with anyio.fail_after(30):
+            result = await agent.run("report")
+        reports.append(json.loads(result.output))
+    check_received(reports, call_ids=["call-0", "call-1"], thread_id="thread-s")

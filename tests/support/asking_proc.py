@@ -9,7 +9,8 @@ call was cancelled while it waited; ``LABEL.refused``: the caller could not answ
 import asyncio
 import pathlib
 import sys
-from typing import Any
+import time
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -124,7 +125,39 @@ async def ask_badly(context: ToolContext) -> str:
     return "accepted"
 
 
-TOOLS = [ask_name, ask_many, summarize, where, chatty, polite, sync_asker, pay, ask_badly]
+@tool
+def received(context: ToolContext) -> dict[str, Any]:
+    """Report what the call brought: its ids, its seconds left and what its caller handles."""
+    left = None if context.deadline is None else context.deadline - time.time()
+    return {
+        "call_id": context.call_id,
+        "thread_id": context.thread_id,
+        "trace_id": context.trace_id,
+        "user_id": context.user_id,
+        "seconds_left": left,
+        "handles": [kind for kind in CALLER_ABILITIES if context.caller_can(kind)],
+    }
+
+
+CALLER_ABILITIES: tuple[Literal["elicit", "sample", "log", "roots"], ...] = (
+    "elicit",
+    "sample",
+    "log",
+    "roots",
+)
+
+TOOLS = [
+    ask_name,
+    ask_many,
+    summarize,
+    where,
+    chatty,
+    polite,
+    sync_asker,
+    pay,
+    ask_badly,
+    received,
+]
 NAMES = tuple(t.__name__ for t in TOOLS)
 
 
