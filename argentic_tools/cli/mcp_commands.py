@@ -108,7 +108,7 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
             )
         except BrokerError as exc:
             if address is None:  # tell the MCP client why, not only our stderr
-                await gateway_module.refuse_stdio(f"argentic-tools mcp serve: {exc}")
+                await _load("stdin").refuse_stdio(f"argentic-tools mcp serve: {exc}")
             raise
         await settle(manager, args.wait)
         # What exists now lives as long as the gateway: keep it out of the collector's

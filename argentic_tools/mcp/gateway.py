@@ -26,16 +26,11 @@ One server answers both protocol eras: the stateless 2026-07-28 revision and
 the handshake era (2025-11-25, 2025-06-18 and older).
 """
 
-import asyncio
-import contextlib
 import dataclasses
+import functools
 import json
 import logging
-import os
-import re
-import stat
-import sys
-from collections.abc import Awaitable, Callable, Hashable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from typing import Any
 
 import anyio
@@ -48,31 +43,27 @@ from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import TypeAdapter
 
-from .. import __version__
 from .._agent.calls.handlers import CallerHandlers
+from .._agent.calls.progress import ProgressCallback
 from .._agent.fleet.info import ToolInfo
 from .._agent.manager import ToolManager
-from .._protocol.content import ContentBlock
 from .._protocol.messages import CallContext, TaskErrorMessage, ToolResult
+from .._version import __version__
 from . import _internals, http_stack
 from .asking import HandshakeAsker, LogLevels, declared
+from .conversion import mcp_result, mcp_tool, thread_of, trace_id_of
 from .input_required import INPUT_WAIT_SECONDS, InputRounds, missing_capability
 from .limits import LimitExceededError
 from .listing_memo import ListingMemo
 from .names import McpNames
+from .stdin import cancellable_stdin
 from .task_store import TaskStore
 from .tasks import McpTasks, TaskableCall
-from .team import TeamAccess, refused
+from .team import Admission, TeamAccess, refused
+from .uvicorn_server import bound_port, uvicorn_server
 
 logger = logging.getLogger("argentic_tools.mcp")
-
-THREAD_HEADER = "x-argentic-thread"
-"""HTTP header that selects the conversation thread whose tool policy applies."""
-
-THREAD_META = "argentic/thread"
-"""``_meta`` key with the same effect, for any transport."""
 
 STARTUP_SECONDS = 10.0
 """How long the HTTP server may take to listen."""
@@ -91,18 +82,6 @@ follows the fleet (clients hear ``notifications/tools/list_changed`` when it cha
 LIST_CACHE_SCOPE = "private"
 """Who may share a cached ``tools/list`` (its ``cacheScope``): only the client that asked,
 since a thread's policy (``X-Argentic-Thread``) filters it."""
-
-RESULT_KEY = "result"
-"""Where a result that is not a JSON object goes in ``structuredContent``."""
-
-_TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
-_HINTS = {
-    "readOnlyHint": "read_only_hint",
-    "destructiveHint": "destructive_hint",
-    "idempotentHint": "idempotent_hint",
-    "openWorldHint": "open_world_hint",
-    "title": "title",
-}
 
 
 class _Server(Server[Any]):
@@ -256,7 +235,7 @@ class McpGateway:
         if (ctx.params or {}).get("cursor") is not None:
             return None
         self._refresh()
-        thread = _thread_of(ctx)
+        thread = thread_of(ctx)
         return (
             self._version,
             ctx.protocol_version,
@@ -274,7 +253,7 @@ class McpGateway:
         self._active()
         self._refresh()
         return types.ListToolsResult(
-            tools=self.access.visible(ctx, self._view(_thread_of(ctx))),
+            tools=self.access.visible(ctx, self._view(thread_of(ctx))),
             ttl_ms=LIST_TTL_MS,
             cache_scope=LIST_CACHE_SCOPE,
         )
@@ -342,20 +321,20 @@ class McpGateway:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         name = self._names.registry_name(params.name)
-        caller = self.access.caller(ctx)
-        refusal = self.access.refusal(ctx, caller, params.name)
-        if refusal is not None:
-            return refusal
+        admission = self.access.admit(ctx, params.name)  # the caller, its view, the rate limits
+        if not isinstance(admission, Admission):
+            return admission
         context = CallContext(
-            thread_id=_thread_of(ctx),
+            thread_id=thread_of(ctx),
             trace_id=trace_id_of(dict(ctx.meta or {})),
-            user_id=self.access.user_id(caller),
+            user_id=self.access.user_id(admission.caller),
         )
+        call = _BusCall(name, dict(params.arguments or {}), str(ctx.request_id), context)
         modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         if modern:
             self.tasks.check(ctx, name)
         try:
-            held = self.access.hold(caller, params.name)  # concurrency limits, the span
+            held = self.access.hold(admission)  # concurrency limits, the span
         except LimitExceededError as exc:
             return refused(exc)
         self._active()
@@ -363,13 +342,14 @@ class McpGateway:
         self._idle = anyio.Event()
         try:
             if modern and self._rounds.running:
-                outcome = await self._round(ctx, params, name, context)
+                outcome = await self._round(ctx, params, call)
                 if not isinstance(outcome, ToolResult):  # questions, or a task
                     return outcome
                 result = outcome
             else:
+                # One call served within one request (the handshake era's questions go out on it).
                 asker = None if modern else HandshakeAsker(ctx, self._levels).handlers()
-                result = await self._execute(ctx, params, name, context, asker)
+                result = await self._on_bus(call, asker, _progress_to(ctx), self.timeout)
         finally:
             held.close()
             self.in_flight -= 1
@@ -384,30 +364,23 @@ class McpGateway:
                 raise missing
         return self.mcp_result(params.name, result)
 
-    async def _execute(
+    async def _on_bus(
         self,
-        ctx: ServerRequestContext[Any],
-        params: types.CallToolRequestParams,
-        name: str,
-        context: CallContext,
+        call: "_BusCall",
         handlers: CallerHandlers | None,
+        on_progress: ProgressCallback | None,
+        timeout: float | None,
+        label: str | None = None,
     ) -> ToolResult:
-        """One call served within one request (the handshake era's questions go out on it)."""
-        on_progress = None
-        if (ctx.meta or {}).get("progress_token") is not None:
-
-            async def on_progress(
-                progress: float, total: float | None, message: str | None
-            ) -> None:
-                await ctx.session.report_progress(progress, total, message)
-
+        """The one place the gateway calls the bus: ``call``, with the caller's handlers."""
         handlers = handlers or CallerHandlers()
         return await self.manager.execute_tool(
-            name,
-            dict(params.arguments or {}),
-            timeout=self.timeout,
-            call_id=str(ctx.request_id),
-            context=context,
+            call.name,
+            call.arguments,
+            task_id_override=label,
+            timeout=timeout,
+            call_id=call.call_id,
+            context=call.context,
             on_progress=on_progress,
             on_elicit=handlers.on_elicit,
             on_sample=handlers.on_sample,
@@ -419,8 +392,7 @@ class McpGateway:
         self,
         ctx: ServerRequestContext[Any],
         params: types.CallToolRequestParams,
-        name: str,
-        context: CallContext,
+        bus_call: "_BusCall",
     ) -> ToolResult | types.InputRequiredResult | dict[str, Any]:
         """One request of a 2026-07-28 call that may need its client's input.
 
@@ -445,60 +417,29 @@ class McpGateway:
             handlers = call.handlers(ctx)
             taskable = isinstance(call.side, TaskableCall)
             if not handlers.any and not taskable:  # nothing to ask or log: one request
-                return await self._execute(ctx, params, name, context, None)
-            arguments = dict(params.arguments or {})
+                return await self._on_bus(bus_call, None, _progress_to(ctx), self.timeout)
             label = call.side.label if isinstance(call.side, TaskableCall) else None
-            timeout = self.tasks.timeout_for(name, self.timeout) if taskable else self.timeout
-
-            async def work() -> ToolResult:
-                return await self.manager.execute_tool(
-                    name,
-                    arguments,
-                    task_id_override=label,
-                    timeout=timeout,
-                    call_id=str(ctx.request_id),
-                    context=context,
-                    on_progress=call.progress,
-                    on_elicit=handlers.on_elicit,
-                    on_sample=handlers.on_sample,
-                    on_roots=handlers.on_roots,
-                    on_log=handlers.on_log,
-                )
-
+            timeout = (
+                self.tasks.timeout_for(bus_call.name, self.timeout) if taskable else self.timeout
+            )
+            work = functools.partial(
+                self._on_bus, bus_call, handlers, call.progress, timeout, label
+            )
             self._rounds.start(call, work)
         try:
             if isinstance(call.side, TaskableCall):
-                return await self.tasks.round(ctx, call.side, params.name, name)
+                return await self.tasks.round(ctx, call.side, params.name, bus_call.name)
             return await call.next_round(ctx)
         except anyio.get_cancelled_exc_class():
             call.scope.cancel()  # the client gave up the call
             raise
 
     def mcp_result(self, name: str, result: ToolResult) -> types.CallToolResult:
-        """A call's result as MCP carries it.
+        """A call's result as MCP carries it, for the tool listed as ``name``.
 
-        The tool's content blocks as MCP blocks (annotations and ``_meta`` with them), or
-        else its value as text; ``structuredContent`` when the tool declares an output
-        schema or returned a structured value (a JSON object).
+        See :func:`~argentic_tools.mcp.conversion.mcp_result`.
         """
-        if isinstance(result, TaskErrorMessage):
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=result.error)], is_error=True
-            )
-        value = result.result
-        content: list[Any]
-        if result.content is not None:
-            content = [mcp_block(block) for block in result.content]
-        else:
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-            content = [types.TextContent(type="text", text=text)]
-        tool = self._listed.get(name)
-        if tool is not None and tool.output_schema is not None:
-            structured = value if _is_object_schema_of(tool, value) else {RESULT_KEY: value}
-            return types.CallToolResult(content=content, structured_content=structured)
-        if isinstance(value, dict):
-            return types.CallToolResult(content=content, structured_content=value)
-        return types.CallToolResult(content=content)
+        return mcp_result(result, self._listed.get(name))
 
     async def drained(self) -> None:
         """Return once no call is in flight."""
@@ -520,7 +461,7 @@ class McpGateway:
             await group.start(self.tasks.run)
             if stop is not None:
                 group.start_soon(self._stop_when_settled, stop, group.cancel_scope)
-            stdin = await _cancellable_stdin()
+            stdin = await cancellable_stdin()
             async with stdio_server(stdin=stdin) as (read, write):
                 await self.server.run(read, write, self.server.create_initialization_options())
             await self.tasks.stop()
@@ -581,7 +522,7 @@ class McpGateway:
             log_config=None,
             **http_stack.uvicorn_options(),
         )
-        server = _uvicorn_server(config)
+        server = uvicorn_server(config)
         async with anyio.create_task_group() as group:
             await group.start(self.follow)
             await group.start(self.run_input_rounds)
@@ -591,7 +532,7 @@ class McpGateway:
                 with anyio.fail_after(STARTUP_SECONDS):
                     while not server.started:  # noqa: ASYNC110 - uvicorn has no event for it
                         await anyio.sleep(0.02)
-                task_status.started(_bound_port(server, port))
+                task_status.started(bound_port(server, port))
                 if stop is None:
                     await anyio.sleep_forever()
                 else:
@@ -603,99 +544,6 @@ class McpGateway:
             group.cancel_scope.cancel()
 
 
-def _uvicorn_server(config: Any) -> Any:
-    """A uvicorn server that leaves SIGINT and SIGTERM to whoever runs the gateway.
-
-    uvicorn's own handlers would stop it at once and raise the signal again once it
-    stopped: the command line, which also hears the first one, took that second signal
-    for an impatient user and cancelled everything, cutting short the graceful stop
-    (``stop``) that lets calls finish and leaves MCP tasks to a restarted gateway.
-    """
-    import uvicorn
-
-    class _Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:
-            yield
-
-    return _Server(config)
-
-
-REFUSE_SECONDS = 30.0
-"""How long :func:`refuse_stdio` answers a client that does not go away."""
-
-
-async def refuse_stdio(reason: str, *, seconds: float = REFUSE_SECONDS) -> None:
-    """Answer each request on stdin with a JSON-RPC error carrying ``reason``.
-
-    For a gateway that cannot serve (its broker is down): an MCP client shows the
-    reason on its first request (``initialize``, or ``server/discover``) instead of
-    just "Connection closed". Returns when the client closes stdin, or after
-    ``seconds``; at once when stdin is a terminal (nobody there speaks JSON-RPC).
-    """
-    from mcp.server.stdio import stdio_server
-    from mcp.shared.message import SessionMessage
-
-    if sys.stdin is None or sys.stdin.isatty():
-        return
-    stdin = await _cancellable_stdin()
-    error = types.ErrorData(code=types.INTERNAL_ERROR, message=reason)
-    with anyio.move_on_after(seconds):
-        async with stdio_server(stdin=stdin) as (read, write):
-            async for message in read:
-                if isinstance(message, Exception):
-                    continue
-                request = message.message
-                if isinstance(request, types.JSONRPCRequest):
-                    answer = types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error)
-                    await write.send(SessionMessage(answer))
-
-
-STDIN_LINE_LIMIT = 64 * 1024 * 1024
-"""Longest JSON-RPC message read from stdin."""
-
-
-class _StdinLines:
-    """Lines of stdin read without a worker thread, so a stopping gateway is not held up.
-
-    The SDK reads stdin in a thread, which a cancellation must wait for (until the
-    client writes or closes): a gateway stopped by SIGTERM would hang there.
-    """
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    def __aiter__(self) -> "_StdinLines":
-        return self
-
-    async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", errors="replace")
-
-
-async def _cancellable_stdin() -> Any:
-    """Stdin as :class:`_StdinLines` when it is a pipe or a socket; else None (the SDK's).
-
-    Not for a terminal: reading it this way makes it non-blocking, and a terminal is
-    shared with the shell that started us.
-    """
-    try:
-        mode = os.fstat(sys.stdin.fileno()).st_mode
-    except (OSError, ValueError):
-        return None
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        return None
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=STDIN_LINE_LIMIT)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    except (ValueError, OSError):  # a regular file or /dev/null: the SDK reads it
-        return None
-    return _StdinLines(reader)
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Built:
     """A registered tool's MCP tool, with what it was built from and its JSON."""
@@ -705,70 +553,27 @@ class _Built:
     fingerprint: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _BusCall:
+    """What a ``tools/call`` asks of the bus: the tool, its arguments, the call's id and context."""
+
+    name: str
+    arguments: dict[str, Any]
+    call_id: str
+    context: CallContext
+
+
+def _progress_to(ctx: ServerRequestContext[Any]) -> ProgressCallback | None:
+    """Progress reported on the request's stream, when the client asked for it."""
+    if (ctx.meta or {}).get("progress_token") is None:
+        return None
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        await ctx.session.report_progress(progress, total, message)
+
+    return on_progress
+
+
 def _same_but_time(kept: ToolInfo, info: ToolInfo) -> bool:
     """Whether ``info`` is ``kept`` registered again: equal except for the time."""
     return kept is info or dataclasses.replace(kept, registered_at=info.registered_at) == info
-
-
-def mcp_tool(info: ToolInfo, names: McpNames) -> types.Tool:
-    """One registered tool as an MCP ``Tool``."""
-    output = info.output_schema
-    if output is not None and output.get("type") != "object":
-        # MCP's structured content is an object: other results are wrapped in one.
-        output = {"type": "object", "properties": {RESULT_KEY: output}, "required": [RESULT_KEY]}
-    hints = {_HINTS[key]: value for key, value in info.annotations.items() if key in _HINTS}
-    return types.Tool(
-        name=names.to_mcp[info.name],
-        title=info.annotations.get("title"),
-        description=info.description,
-        input_schema=info.input_schema,
-        output_schema=output,
-        annotations=types.ToolAnnotations(**hints) if hints else None,
-    )
-
-
-_BLOCKS: TypeAdapter[types.ContentBlock] = TypeAdapter(types.ContentBlock)
-
-
-def mcp_block(block: ContentBlock) -> types.ContentBlock:
-    """One content block as the MCP SDK's: the same JSON shape, annotations and ``_meta``."""
-    return _BLOCKS.validate_python(block.wire())
-
-
-def _is_object_schema_of(tool: types.Tool, value: Any) -> bool:
-    schema = tool.output_schema or {}
-    wrapped = list(schema.get("required", ())) == [RESULT_KEY] and set(
-        schema.get("properties", {})
-    ) == {RESULT_KEY}
-    return isinstance(value, dict) and not wrapped
-
-
-def trace_id_of(meta: dict[str, Any]) -> str | None:
-    """The trace id of a W3C ``traceparent`` in ``_meta`` (None when absent or malformed)."""
-    parent = meta.get("traceparent")
-    if isinstance(parent, str):
-        match = _TRACEPARENT.match(parent.strip().lower())
-        if match is not None:
-            return match.group(1)
-    return None
-
-
-def _thread_of(ctx: ServerRequestContext[Any]) -> str | None:
-    thread = (ctx.meta or {}).get(THREAD_META)
-    if isinstance(thread, str) and thread:
-        return thread
-    request = getattr(ctx, "request", None)
-    headers = getattr(request, "headers", None)
-    if headers is not None:
-        value = headers.get(THREAD_HEADER)
-        if value:
-            return str(value)
-    return None
-
-
-def _bound_port(server: Any, default: int) -> int:
-    with contextlib.suppress(Exception):
-        for listener in server.servers:
-            for sock in listener.sockets:
-                return int(sock.getsockname()[1])
-    return default

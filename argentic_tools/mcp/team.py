@@ -21,7 +21,7 @@ Without authentication (stdio, or HTTP without ``--auth``) the caller is
 
 import contextlib
 import json
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -54,6 +54,10 @@ LOCAL = Caller(subject="local")
 ADMITTED = "argentic.admitted"
 """ASGI scope key: the HTTP guard already counted this request against the rate limits."""
 
+SEEN = "argentic.seen"
+"""ASGI scope key: the tool the HTTP guard checked against the caller's view, and whether
+the caller sees it (so a call's view is checked once)."""
+
 _TRACER = trace.get_tracer("argentic_tools.mcp")
 
 ToolFacts = Callable[[str], tuple[tuple[str, ...], tuple[str, ...]] | None]
@@ -70,6 +74,15 @@ class Protection:
     authorization_servers: Sequence[str]
     scopes: Sequence[str] = ()
     """Scopes every request needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A call let in: who calls, and the tool's names (fleet, MCP) and tags."""
+
+    caller: Caller
+    names: tuple[str, ...]
+    tags: tuple[str, ...]
 
 
 @dataclass
@@ -101,9 +114,14 @@ class TeamAccess:
 
     def sees(self, caller: Caller, mcp_name: str) -> bool:
         """Whether ``mcp_name`` is in the caller's view."""
+        return self.views is None or self.in_view(caller, self.facts(mcp_name))
+
+    def in_view(
+        self, caller: Caller, facts: tuple[tuple[str, ...], tuple[str, ...]] | None
+    ) -> bool:
+        """Whether the tool of ``facts`` (None: not registered) is in the caller's view."""
         if self.views is None:
             return True
-        facts = self.facts(mcp_name)
         if facts is None:
             return False
         names, tags = facts
@@ -170,24 +188,37 @@ class TeamAccess:
 
     # -- how much ------------------------------------------------------------------
 
-    def refusal(
-        self, ctx: ServerRequestContext[Any], caller: Caller, mcp_name: str
-    ) -> types.CallToolResult | None:
-        """Refuse a call outside the view (an unknown tool) or over a rate limit (isError)."""
-        if not self.sees(caller, mcp_name):
+    def admit(
+        self, ctx: ServerRequestContext[Any], mcp_name: str
+    ) -> "Admission | types.CallToolResult":
+        """Let a call in: its caller, the view checked once, the rate limits (else isError).
+
+        A call outside the view raises an unknown tool's error. The HTTP guard may have
+        checked the view and the rate limits already (:data:`SEEN`, :data:`ADMITTED`).
+        """
+        caller = self.caller(ctx)
+        facts = self.facts(mcp_name)
+        scope = _scope_of(ctx)
+        verdict = scope.get(SEEN)
+        if verdict is not None and verdict[0] == mcp_name:
+            seen = verdict[1]
+        else:
+            seen = self.in_view(caller, facts)
+        if not seen:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {mcp_name}")
-        if not self.limits or _admitted(ctx):
-            return None
-        names, tags = self.facts(mcp_name) or ((mcp_name,), ())
+        names, tags = facts or ((mcp_name,), ())
+        admission = Admission(caller, names, tags)
+        if not self.limits or scope.get(ADMITTED):
+            return admission
         try:
             self.limits.admit(caller, names[0], names, tags)
         except LimitExceededError as exc:
             return refused(exc)
-        return None
+        return admission
 
-    def hold(self, caller: Caller, mcp_name: str) -> contextlib.ExitStack:
+    def hold(self, admission: "Admission") -> contextlib.ExitStack:
         """A place under the concurrency limits, and the call's span; raises LimitExceededError."""
-        names, tags = self.facts(mcp_name) or ((mcp_name,), ())
+        caller, names, tags = admission.caller, admission.names, admission.tags
         stack = contextlib.ExitStack()
         if self.limits:
             stack.enter_context(self.limits.slot(caller, names[0], names, tags))
@@ -295,9 +326,10 @@ def refused(exc: LimitExceededError) -> types.CallToolResult:
     )
 
 
-def _admitted(ctx: ServerRequestContext[Any]) -> bool:
+def _scope_of(ctx: ServerRequestContext[Any]) -> Mapping[str, Any]:
+    """The ASGI scope of an HTTP request (empty over stdio)."""
     request = getattr(ctx, "request", None)
-    return bool(getattr(request, "scope", {}).get(ADMITTED)) if request is not None else False
+    return getattr(request, "scope", {}) if request is not None else {}
 
 
 class EndpointGuard:
@@ -333,37 +365,47 @@ class EndpointGuard:
                 return
         if self.access.limits and scope.get("method") == "POST":
             body = await _read_body(receive)
-            refusal = self._rate_refusal(body, user)
+            refusal, seen = self._rate_refusal(body, user)
             if refusal is not None:
                 await refusal(send)
                 return
-            scope = {**scope, ADMITTED: True}
+            scope = (
+                {**scope, ADMITTED: True} if seen is None else {**scope, ADMITTED: True, SEEN: seen}
+            )
             receive = _replay(body, receive)
         await self.app(scope, receive, send)
 
     def _challenge(self, error: str | None, description: str, scopes: Sequence[str]) -> str:
         return bearer_challenge(error, description, self.access.metadata_url(), scopes)
 
-    def _rate_refusal(self, body: bytes, user: Any) -> Callable[[Send], Awaitable[None]] | None:
+    def _rate_refusal(
+        self, body: bytes, user: Any
+    ) -> tuple[Callable[[Send], Awaitable[None]] | None, tuple[str, bool] | None]:
+        """The 429 to answer, if any, and the view's verdict on a ``tools/call``.
+
+        The verdict is the tool the call names and whether the caller sees it; None when
+        the view was not checked.
+        """
         try:
             message = json.loads(body)
         except ValueError:
-            return None  # the transport answers a malformed body
+            return None, None  # the transport answers a malformed body
         if not isinstance(message, dict) or message.get("method") != "tools/call":
-            return None
+            return None, None
         params = message.get("params") or {}
         name = params.get("name") if isinstance(params, dict) else None
         if not isinstance(name, str) or params.get("requestState") is not None:
-            return None  # a 2026-07-28 call's later round was counted with its first
+            return None, None  # a 2026-07-28 call's later round was counted with its first
         caller = Caller.of(user.access_token) if isinstance(user, AuthenticatedUser) else LOCAL
-        if not self.access.sees(caller, name):
-            return None  # answered as an unknown tool
-        names, tags = self.access.facts(name) or ((name,), ())
+        facts = self.access.facts(name)
+        if not self.access.in_view(caller, facts):
+            return None, (name, False)  # answered as an unknown tool
+        names, tags = facts or ((name,), ())
         try:
             self.access.limits.admit(caller, names[0], names, tags)
         except LimitExceededError as exc:
-            return _too_many(message.get("id"), exc)
-        return None
+            return _too_many(message.get("id"), exc), None
+        return None, (name, True)
 
 
 def _too_many(request_id: Any, exc: LimitExceededError) -> Callable[[Send], Awaitable[None]]:

@@ -4,7 +4,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 
-from argentic_tools.mcp.gateway import trace_id_of
+from argentic_tools.mcp.conversion import trace_id_of
 from argentic_tools.mcp.names import McpNames, is_mcp_name
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
