@@ -52,7 +52,12 @@ from ..._tools.definition import BaseTool
 from ..._tools.output import ToolOutput
 from ..._tools.service import ToolService
 from .origins import ORIGIN, Origin
-from .server_process import INHERITED, ServerNotFoundError, ServerProcess
+from .server_process import (
+    INHERITED,
+    ServerProcess,
+    failure_text,
+    not_found_in,
+)
 from .server_requests import ServerRequests, declaring
 
 logger = logging.getLogger("argentic_tools.mcp")
@@ -225,7 +230,7 @@ class McpBridge:
             try:
                 await self._serve_once(serving)
             except Exception as exc:  # noqa: BLE001 - a dead server is restarted, whatever killed it
-                missing = _find(exc, ServerNotFoundError)
+                missing = not_found_in(exc)
                 if missing is not None:
                     raise missing from None
                 why = self._why(exc, served)
@@ -249,7 +254,7 @@ class McpBridge:
     def _why(self, exc: BaseException, served: bool) -> str:
         """Why the server stopped, for a log line."""
         if self.process is None or self.process.returncode is None:
-            return "; ".join(str(leaf) or type(leaf).__name__ for leaf in _leaves(exc))
+            return failure_text(exc)
         why = f"it {self.process.ending()}"
         if not served:
             why += (
@@ -418,16 +423,6 @@ async def _listen(
 async def _set_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
     await event.wait()
     scope.cancel()
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _find(exc: BaseException, kind: type[ServerNotFoundError]) -> ServerNotFoundError | None:
-    return next((leaf for leaf in _leaves(exc) if isinstance(leaf, kind)), None)
 
 
 def _signature(tools: list[types.Tool]) -> str:

@@ -17,7 +17,12 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from ..._protocol.content import ContentBlock, parse_blocks
-from .server_process import INHERITED, ServerNotFoundError, ServerProcess
+from .server_process import (
+    INHERITED,
+    ServerProcess,
+    failure_text,
+    not_found_in,
+)
 
 
 class McpServerError(ConnectionError):
@@ -53,7 +58,7 @@ async def connect(
         try:
             client = await stack.enter_async_context(Client(transport))
         except Exception as exc:  # noqa: BLE001 - whatever the SDK raised, said in one line
-            missing = _find(exc, ServerNotFoundError)
+            missing = not_found_in(exc)
             if missing is not None:
                 raise missing from None
             if process is not None and process.returncode is not None:
@@ -61,7 +66,9 @@ async def connect(
                     f"the MCP server {server!r} {process.ending()} (it gets only {INHERITED}"
                     " from this environment: give the variables it needs with -e KEY=VALUE)"
                 ) from None
-            raise McpServerError(f"cannot reach the MCP server {server!r}: {_why(exc)}") from None
+            raise McpServerError(
+                f"cannot reach the MCP server {server!r}: {failure_text(exc)}"
+            ) from None
         yield client
 
 
@@ -171,17 +178,3 @@ def result_content(result: types.CallToolResult) -> list[ContentBlock] | None:
             for block in result.content
         ]
     )
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _find(exc: BaseException, kind: type[ServerNotFoundError]) -> ServerNotFoundError | None:
-    return next((leaf for leaf in _leaves(exc) if isinstance(leaf, kind)), None)
-
-
-def _why(exc: BaseException) -> str:
-    return "; ".join(str(leaf) or type(leaf).__name__ for leaf in _leaves(exc))

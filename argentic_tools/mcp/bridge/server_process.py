@@ -50,6 +50,23 @@ class ServerNotFoundError(OSError):
     """The command that starts the MCP server cannot be run (missing, not executable)."""
 
 
+def leaves_of(exc: BaseException) -> list[BaseException]:
+    """The exceptions an exception group holds, however nested (``exc`` itself otherwise)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in leaves_of(inner)]
+    return [exc]
+
+
+def not_found_in(exc: BaseException) -> ServerNotFoundError | None:
+    """The :class:`ServerNotFoundError` among ``exc``'s leaves, if any."""
+    return next((leaf for leaf in leaves_of(exc) if isinstance(leaf, ServerNotFoundError)), None)
+
+
+def failure_text(exc: BaseException) -> str:
+    """Every leaf of ``exc`` in one line (its message, or its type when it has none)."""
+    return "; ".join(str(leaf) or type(leaf).__name__ for leaf in leaves_of(exc))
+
+
 class ServerProcess:
     """One MCP server command with its environment, started by :meth:`connect`.
 
