@@ -5,8 +5,6 @@ in the agent's process discovers them and calls them with deadlines, typed
 errors and Last-Will liveness.
 """
 
-from importlib import metadata as _metadata
-
 from ._agent.calls.handlers import (
     CallerHandlers,
     CallRef,
@@ -118,11 +116,7 @@ from ._tools.call.output import ToolOutput
 from ._tools.definition.definition import BaseTool, FunctionTool, tool
 from ._tools.hosting.service import ToolService, serve_main
 from ._transport import BrokerURL, IncomingMessage, Messager
-
-try:
-    __version__ = _metadata.version("argentic-tools")
-except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
+from ._version import __version__
 
 __all__ = [
     "PROTOCOL_VERSION",

@@ -348,7 +348,7 @@ def report(
     info: dict[str, Any],
     args: argparse.Namespace,
 ) -> str:
-    from argentic_tools.mcp.http_stack import describe
+    from argentic_tools.mcp.gateway.http_stack import describe
 
     versions = info["versions"]
     lines = [

@@ -47,7 +47,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from argentic_tools.mcp.client import connect, list_tools  # noqa: E402
+from argentic_tools.mcp.bridge.client import connect, list_tools  # noqa: E402
 from benchmarks.harness.procs import Child, Children  # noqa: E402
 from tests.support.brokers import running_mosquitto  # noqa: E402
 from tests.support.conformance_tools import TOOL_NAMES  # noqa: E402

@@ -74,7 +74,7 @@ def verifier_of(args: argparse.Namespace) -> Any:
     """
     if args.auth is None:
         return None
-    from argentic_tools.mcp import auth
+    from argentic_tools.mcp.access import auth
 
     kind, *rest = args.auth
     if kind == "keys" and len(rest) == 1:

@@ -78,11 +78,11 @@ def journal_client_id(path: str) -> str:
 def mcp_serve_loop(args: argparse.Namespace) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop ``mcp serve`` runs on (None: asyncio's).
 
-    uvloop's for HTTP when it is installed (see :mod:`argentic_tools.mcp.http_stack`).
+    uvloop's for HTTP when it is installed (see :mod:`argentic_tools.mcp.gateway.http_stack`).
     """
     if http_address(args) is None:
         return None
-    return _load("http_stack").loop_factory()  # type: ignore[no-any-return]
+    return _load("gateway.http_stack").loop_factory()  # type: ignore[no-any-return]
 
 
 async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
@@ -108,14 +108,14 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
             )
         except BrokerError as exc:
             if address is None:  # tell the MCP client why, not only our stderr
-                await gateway_module.refuse_stdio(f"argentic-tools mcp serve: {exc}")
+                await _load("gateway.stdin").refuse_stdio(f"argentic-tools mcp serve: {exc}")
             raise
         await settle(manager, args.wait)
         # What exists now lives as long as the gateway: keep it out of the collector's
         # full passes, which otherwise stalled a 1,000-tool listing by ~130 ms at random.
         gc.collect()
         gc.freeze()
-        tasks = None if journal is None else _load("task_store").TaskStore(journal)
+        tasks = None if journal is None else _load("tasks.task_store").TaskStore(journal)
         gateway = gateway_module.McpGateway(
             manager, timeout=args.timeout, tasks=tasks, access=access
         )
@@ -195,7 +195,7 @@ async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int
     if env and args.url:
         raise CliError("-e KEY=VALUE is for a server started as a command, not for --url")
     try:
-        roots = [_load("server_requests").root_from(root) for root in args.root]
+        roots = [_load("bridge.server_requests").root_from(root) for root in args.root]
     except ValueError as exc:
         raise CliError(f"--root {exc}") from None
     bridge = bridge_module.McpBridge(
@@ -208,7 +208,7 @@ async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int
         server_log_level=args.server_log_level,
         tls_params=None,
     )
-    not_found = _load("server_process").ServerNotFoundError
+    not_found = _load("bridge.server_process").ServerNotFoundError
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(bridge.run)

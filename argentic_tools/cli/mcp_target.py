@@ -103,8 +103,8 @@ def mcp_server_from(args: argparse.Namespace) -> McpServer | None:
 
 
 def client_module() -> Any:
-    """``argentic_tools.mcp.client``, or a CliError naming the extra it needs."""
-    return _load("client")
+    """``argentic_tools.mcp.bridge.client``, or a CliError naming the extra it needs."""
+    return _load("bridge.client")
 
 
 @contextlib.asynccontextmanager
@@ -126,7 +126,7 @@ async def connected_client(server: McpServer) -> AsyncIterator[Any]:
 
 
 async def server_tool_rows(server: McpServer) -> list[dict[str, Any]]:
-    """The server's tools as ``list`` shows them (``argentic_tools.mcp.client.tool_rows``)."""
+    """The server's tools as ``list`` shows them (``mcp.bridge.client.tool_rows``)."""
     async with connected_client(server) as client:
         module = client_module()
         rows: list[dict[str, Any]] = module.tool_rows(await module.list_tools(client))

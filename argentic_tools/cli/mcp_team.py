@@ -79,7 +79,11 @@ def team_access(args: argparse.Namespace, address: tuple[str, int] | None) -> An
     """The gateway's ``TeamAccess`` from the options, or None when none is given."""
     if args.auth is None and args.views is None:
         return None
-    team, views_module, limits_module = _mcp("team"), _mcp("views"), _mcp("limits")
+    team, views_module, limits_module = (
+        _mcp("access.team"),
+        _mcp("access.views"),
+        _mcp("access.limits"),
+    )
     views = limits = None
     if args.views is not None:
         try:
@@ -100,7 +104,7 @@ def team_access(args: argparse.Namespace, address: tuple[str, int] | None) -> An
 
 
 def _protection(args: argparse.Namespace, address: tuple[str, int]) -> Any:
-    auth = _mcp("auth")
+    auth = _mcp("access.auth")
     host, port = address
     if args.resource is None and port == 0:
         raise CliError("--auth with port 0: give the gateway's URL with --resource URL")
@@ -122,7 +126,7 @@ def _protection(args: argparse.Namespace, address: tuple[str, int]) -> Any:
         servers = [args.issuer] if args.issuer else []  # keys: no authorization server
     else:
         raise CliError(f"--auth {kind}: expected oauth or keys FILE")
-    return _mcp("team").Protection(verifier, resource, servers, tuple(args.scope))
+    return _mcp("access.team").Protection(verifier, resource, servers, tuple(args.scope))
 
 
 def add_commands(commands: Any, add_command: Any) -> None:
@@ -171,7 +175,7 @@ def add_commands(commands: Any, add_command: Any) -> None:
 
 async def views_command(args: argparse.Namespace, stop: Any) -> int:
     """``mcp views --explain``: each tool in or out of the caller's view, and why."""
-    views_module = _mcp("views")
+    views_module = _mcp("access.views")
     try:
         views = views_module.parse_views(views_module.load_file(args.views), args.views)
     except ValueError as exc:
@@ -199,7 +203,7 @@ async def views_command(args: argparse.Namespace, stop: Any) -> int:
 
 def keys_command(args: argparse.Namespace) -> int:
     """``mcp keys``: a new API key, printed once; its digest appended to the key file."""
-    auth = _mcp("auth")
+    auth = _mcp("access.auth")
     key = auth.new_api_key()
     with open(args.file, "a", encoding="utf-8") as file:
         file.write("\n" + auth.key_entry(key, args.subject, args.scope))

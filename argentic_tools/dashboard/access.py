@@ -11,7 +11,7 @@ do). Any other address needs ``allow_remote`` and a token.
   cookie the page gets when opened once as ``/?token=TOKEN``, or ``?token=TOKEN``
   itself (the event stream included); anything else gets 401;
 - with a ``verifier`` (the MCP gateway's: an OAuth issuer's JWTs or API keys, see
-  :mod:`argentic_tools.mcp.auth`), a bearer token it accepts is as good as the token;
+  :mod:`argentic_tools.mcp.access.auth`), a bearer token it accepts is as good as the token;
 - without a token, the ``Host`` header must name a loopback address or
   ``localhost``, so that a web page whose domain resolves to 127.0.0.1 (DNS
   rebinding) cannot read the dashboard from a browser on this machine (403);

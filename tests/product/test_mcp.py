@@ -36,7 +36,7 @@ from argentic_tools import (  # noqa: E402
 )
 from argentic_tools.mcp.bridge import McpBridge  # noqa: E402
 from argentic_tools.mcp.gateway import McpGateway  # noqa: E402
-from argentic_tools.mcp.names import is_mcp_name  # noqa: E402
+from argentic_tools.mcp.gateway.names import is_mcp_name  # noqa: E402
 from tests.support.brokers import Mosquitto, free_port  # noqa: E402
 from tests.support.clients import manager_for, messager_for  # noqa: E402
 from tests.support.gateways import http_gateway, stdio_gateway  # noqa: E402

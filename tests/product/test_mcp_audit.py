@@ -14,8 +14,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 
 from argentic_tools import InMemoryRecorder, ToolContext, ToolService, Topics, tool
+from argentic_tools.mcp.access.team import TeamAccess
 from argentic_tools.mcp.gateway import McpGateway
-from argentic_tools.mcp.team import TeamAccess
 from tests.behaviour.test_telemetry import spans  # noqa: F401 - the process's one exporter
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_for, messager_for

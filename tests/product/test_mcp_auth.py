@@ -33,7 +33,7 @@ from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 
-from argentic_tools.mcp.auth import JwtVerifier, key_entry, new_api_key  # noqa: E402
+from argentic_tools.mcp.access.auth import JwtVerifier, key_entry, new_api_key  # noqa: E402
 from tests.product.test_mcp_tasks import RawClient, RpcError  # noqa: E402
 from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
 from tests.support.gateways import bridged, http_gateway  # noqa: E402

@@ -27,9 +27,9 @@ from argentic_tools import (
     ToolManager,
     Topics,
 )
-from argentic_tools.mcp import bridge as bridge_module
 from argentic_tools.mcp.bridge import McpBridge
-from argentic_tools.mcp.server_process import ServerNotFoundError
+from argentic_tools.mcp.bridge import bridge as bridge_module
+from argentic_tools.mcp.bridge.server_process import ServerNotFoundError
 from tests.support.brokers import Mosquitto
 from tests.support.cli import cli_process, connection, one_error_line, run_cli
 from tests.support.clients import manager_for, messager_for

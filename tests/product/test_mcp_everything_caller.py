@@ -36,7 +36,7 @@ from argentic_tools import (
     Topics,
 )
 from argentic_tools.mcp.bridge import McpBridge
-from argentic_tools.mcp.server_requests import root_from
+from argentic_tools.mcp.bridge.server_requests import root_from
 from tests.support.brokers import Mosquitto
 from tests.support.cli import cli_process, connection
 from tests.support.clients import manager_for, messager_for

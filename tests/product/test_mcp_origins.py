@@ -23,9 +23,9 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 
 from argentic_tools._tools.call.context import ToolContext
-from argentic_tools.mcp.origins import ORIGIN, Origin
-from argentic_tools.mcp.server_process import ServerProcess
-from argentic_tools.mcp.server_requests import declaring
+from argentic_tools.mcp.bridge.origins import ORIGIN, Origin
+from argentic_tools.mcp.bridge.server_process import ServerProcess
+from argentic_tools.mcp.bridge.server_requests import declaring
 from tests.support.npm_servers import everything_command, everything_http
 
 pytestmark = pytest.mark.anyio

@@ -24,7 +24,7 @@ pytest.importorskip("mcp", reason="the mcp extra is installed by `make test`")
 import httpx
 import mcp_types as types
 
-from argentic_tools.mcp.tasks import EXTENSION
+from argentic_tools.mcp.tasks.tasks import EXTENSION
 from tests.support.brokers import Mosquitto
 from tests.support.gateways import http_gateway
 from tests.support.processes import ToolProcess

@@ -12,7 +12,7 @@ list its roots) use the tool-side API (``context.log``, ``context.elicit``,
 ``context.sample``, ``context.list_roots``, ``context.ask``); the gateway turns that into
 requests to the client (handshake era) or ``input_required`` results (2026-07-28).
 Those that need a fixed key for their question in an ``input_required`` result name it
-in the request's ``_meta`` (:data:`argentic_tools.mcp.asking.KEY_META`).
+in the request's ``_meta`` (:data:`argentic_tools.mcp.participation.asking.KEY_META`).
 
 Two are diagnostic hooks rather than tools a scenario checks the output of:
 ``test_trigger_tool_change`` changes the fleet (a second service in this process starts
@@ -45,7 +45,7 @@ from argentic_tools import (
     serve_main,
     tool,
 )
-from argentic_tools.mcp.asking import KEY_META
+from argentic_tools.mcp.participation.asking import KEY_META
 from tests.support.media_tools import png, wav
 
 SIMPLE_TEXT = "This is a simple text response for testing."

@@ -13,7 +13,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from argentic_tools.dashboard.access import AccessGuard
-from argentic_tools.mcp.auth import KeyFileVerifier, key_entry, new_api_key
+from argentic_tools.mcp.access.auth import KeyFileVerifier, key_entry, new_api_key
 
 
 def page(request: object) -> PlainTextResponse:
