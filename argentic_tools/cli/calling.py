@@ -30,13 +30,14 @@ from .._agent.manager import ToolManager
 from .._errors import ToolUnavailableError
 from .._protocol.content import ContentBlock, blocks_in
 from .._protocol.messages import TaskErrorMessage, ToolResult
-from .commands import ELSEWHERE_HINT, parameters, print_json
+from .commands import ELSEWHERE_HINT, parameters
 from .common import (
     EXIT_CALL_FAILED,
     EXIT_OK,
     CliError,
     StopRequest,
     connected_manager,
+    print_json,
     settle,
     stderr,
 )

@@ -49,6 +49,7 @@ from .common import (
     StopRequest,
     connected_manager,
     messager_from,
+    print_json,
     settle,
     shielded,
     stderr,
@@ -256,11 +257,6 @@ def _type_of(schema: Any) -> str:
     if "$ref" in schema:
         return str(schema["$ref"]).rsplit("/", 1)[-1]
     return "any"
-
-
-def print_json(value: Any) -> None:
-    """Print ``value`` as indented JSON on stdout (plain, for scripts)."""
-    print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 async def describe_command(args: argparse.Namespace, stop: StopRequest) -> int:

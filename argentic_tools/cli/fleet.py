@@ -30,12 +30,13 @@ from rich.text import Text
 
 from .._agent.manager import ToolManager
 from .._protocol.fleet_messages import ToolStatsEntry, ToolStatsMessage
-from .commands import collect_registrations, print_json
+from .commands import collect_registrations
 from .common import (
     EXIT_OK,
     CliError,
     StopRequest,
     connected_manager,
+    print_json,
     print_wide,
     settle,
     stderr,

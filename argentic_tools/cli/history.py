@@ -26,8 +26,7 @@ from rich.text import Text
 from .._agent.records.history import SqliteRecorder
 from .._agent.records.observations import Observation
 from .._protocol.messages import SUCCESS_STATUSES
-from .commands import print_json
-from .common import EXIT_OK, CliError, print_wide, stderr, stdout
+from .common import EXIT_OK, CliError, print_json, print_wide, stderr, stdout
 from .content import content_lines
 from .exchange_text import exchange_lines, exchange_summary
 

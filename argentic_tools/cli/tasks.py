@@ -18,12 +18,12 @@ from rich.table import Table
 from .._agent.records.journal import RUNNING, JournaledCall
 from .._agent.records.sqlite_journal import SqliteJournal
 from .._protocol.messages import ToolCancelMessage
-from .commands import print_json
 from .common import (
     EXIT_OK,
     CliError,
     StopRequest,
     messager_from,
+    print_json,
     print_wide,
     stderr,
     topics_from,
