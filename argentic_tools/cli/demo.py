@@ -370,7 +370,7 @@ async def _start_dashboard(
     except ImportError:
         stdout.print("Dashboard: not shown (pip install 'argentic-tools[dashboard]').")
         return None
-    from .mcp_commands import host_and_port
+    from .mcp.commands import host_and_port
 
     chosen = setting.lower() not in ("", "1", "yes", "on", "true")
     host, port = host_and_port(setting) if chosen else DASHBOARD_ADDRESS

@@ -25,16 +25,8 @@ from .._tools.service import (
     add_connection_arguments,
     add_service_arguments,
 )
-from .calling import ARGS, call_command
-from .commands import (
-    benchmark_command,
-    broker_command,
-    demo_command,
-    describe_command,
-    list_command,
-    serve_command,
-    watch_command,
-)
+from .calling.call import ARGS, call_command
+from .calling.terminal_caller import shown_level
 from .common import (
     EXIT_CALL_FAILED,
     EXIT_INTERRUPTED,
@@ -45,13 +37,21 @@ from .common import (
     stderr,
 )
 from .demo import DASHBOARD_VARIABLE
-from .fleet import SORT_KEYS, stats_command, top_command
-from .mcp_commands import mcp_bridge_command, mcp_serve_command, mcp_serve_loop
-from .mcp_install import DEFAULT_NAME, TARGETS, install_command
-from .mcp_target import add_mcp_server_arguments
-from .mcp_team import add_commands as add_mcp_team_commands
-from .mcp_team import add_serve_arguments as add_mcp_team_arguments
-from .terminal_caller import shown_level
+from .fleet.registry import (
+    benchmark_command,
+    broker_command,
+    demo_command,
+    describe_command,
+    list_command,
+    serve_command,
+    watch_command,
+)
+from .fleet.stats import SORT_KEYS, stats_command, top_command
+from .mcp.commands import mcp_bridge_command, mcp_serve_command, mcp_serve_loop
+from .mcp.install import DEFAULT_NAME, TARGETS, install_command
+from .mcp.target import add_mcp_server_arguments
+from .mcp.team import add_commands as add_mcp_team_commands
+from .mcp.team import add_serve_arguments as add_mcp_team_arguments
 
 # -- parser and entry point ------------------------------------------------------------
 
@@ -319,7 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     watch.set_defaults(run=watch_command, graceful=True, log_level="WARNING")
 
-    from .history import history_command  # with its options, as one block
+    from .records.history import history_command  # with its options, as one block
 
     history = command(
         "history",
@@ -380,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     history.set_defaults(sync=history_command, log_level="WARNING")
 
-    from .tasks import add_tasks_arguments, tasks_command  # one block, as above
+    from .records.tasks import add_tasks_arguments, tasks_command  # one block, as above
 
     tasks = command(
         "tasks",
@@ -395,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_tasks_arguments(tasks)
     tasks.set_defaults(run=tasks_command, log_level="WARNING")
 
-    from .dashboard import add_dashboard_arguments, dashboard_command  # one block, as above
+    from .fleet.dashboard import add_dashboard_arguments, dashboard_command  # one block, as above
 
     dashboard = command(
         "dashboard",

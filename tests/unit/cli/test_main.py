@@ -8,7 +8,7 @@ import pytest
 
 from argentic_tools.cli.common import CliError
 from argentic_tools.cli.main import build_parser, positive_seconds
-from argentic_tools.cli.mcp_commands import host_and_port, http_address
+from argentic_tools.cli.mcp.commands import host_and_port, http_address
 
 
 def test_seconds_and_addresses_are_checked() -> None:
