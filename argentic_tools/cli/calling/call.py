@@ -41,9 +41,16 @@ from ..common import (
     stderr,
 )
 from ..fleet.registry import ELSEWHERE_HINT, parameters
-from ..mcp.target import McpServer, client_module, connected_client, mcp_server_from
+from ..mcp.target import (
+    McpServer,
+    add_mcp_server_arguments,
+    client_module,
+    connected_client,
+    mcp_server_from,
+)
+from ..options import Commands, add_command, positive_seconds
 from .content import block_text, content_text, save_content
-from .terminal_caller import TerminalCaller
+from .terminal_caller import TerminalCaller, shown_level
 
 DEFAULT_CALL_SECONDS = 30.0
 """How long ``call --mcp`` waits for a result without ``--timeout`` (as calls on the bus)."""
@@ -500,3 +507,98 @@ class CallView:
             print(content_text(content, value), flush=True)
         for path in saved:
             stderr.print(f"Saved {path}")
+
+
+def add_parser(commands: Commands) -> None:
+    """``call``: its options (and an MCP server's, to call one directly)."""
+    call = add_command(
+        commands,
+        "call",
+        "call a tool and print its result as JSON",
+        (
+            "argentic-tools call calculate expression='2 * (3 + 4)'  # KEY=VALUE",
+            'argentic-tools call calculate \'{"expression": "sqrt(16)"}\'  # one JSON object',
+            "argentic-tools call convert_units value=10 from_unit=km to_unit=mi",
+            "argentic-tools call current_time --json --timeout 5",
+            "argentic-tools call current_time --tool-log debug --no-ask  # its logs; no questions",
+        ),
+    )
+    call.add_argument("name", help="tool name (or id)")
+    call.add_argument(
+        "arguments",
+        nargs="*",
+        metavar=ARGS,
+        help="the tool's arguments: KEY=VALUE pairs typed by the tool's schema "
+        "(a=2 b=true tags='[\"x\"]'), or one JSON object ('-' reads it from stdin)",
+    )
+    _add_time_limits(call)
+    call.add_argument(
+        "--json",
+        action="store_true",
+        help="print progress, streamed chunks and the result as JSON lines",
+    )
+    call.add_argument(
+        "--save-content",
+        default=None,
+        metavar="DIR",
+        help="write each image, audio and embedded resource of the result to a file of DIR "
+        "(named TOOL-CALL-N.EXT, never overwriting one; created when missing)",
+    )
+    call.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=5.0,
+        help="at most this many seconds to wait for the tool (a name close to a registered "
+        "one fails as soon as registrations stop: a typo)",
+    )
+    _add_exchange_options(call)
+    add_mcp_server_arguments(call)
+    call.set_defaults(run=call_command, log_level="WARNING")
+
+
+def _add_time_limits(call: argparse.ArgumentParser) -> None:
+    """``call``'s ``--timeout``, ``--idle-timeout`` and ``--max-duration``."""
+    call.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        help="seconds to wait for the result (30 by default; with --idle-timeout, the "
+        "absolute limit unless --max-duration is given)",
+    )
+    call.add_argument(
+        "--idle-timeout",
+        type=positive_seconds,
+        default=None,
+        help="for long calls: give up after this many seconds without a progress report",
+    )
+    call.add_argument(
+        "--max-duration",
+        type=positive_seconds,
+        default=None,
+        help="with --idle-timeout: the absolute limit no progress extends",
+    )
+
+
+def _add_exchange_options(call: argparse.ArgumentParser) -> None:
+    """``call``'s options for the tool's questions, log records and roots."""
+    call.add_argument(
+        "--no-ask",
+        action="store_true",
+        help="never put the tool's questions to you (it learns that its caller cannot answer); "
+        "also so when stdin is not a terminal",
+    )
+    call.add_argument(
+        "--tool-log",
+        type=shown_level,
+        default="info",
+        metavar="LEVEL",
+        help="print the tool's log records from LEVEL up (debug, info, notice, warning, error, "
+        "critical, alert, emergency), or none of them: off",
+    )
+    call.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a directory the tool may work in, when it asks for its caller's roots (repeatable)",
+    )

@@ -18,6 +18,7 @@ import anyio
 
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, messager_from, shielded
 from ..mcp.commands import host_and_port
+from ..options import Commands, add_command
 
 DEFAULT_ADDRESS = "127.0.0.1:8080"
 """Where the dashboard listens by default."""
@@ -144,3 +145,18 @@ async def dashboard_command(args: argparse.Namespace, stop: StopRequest) -> int:
         finally:
             await shielded(observer.disconnect)
     return EXIT_OK
+
+
+def add_parser(commands: Commands) -> None:
+    """``dashboard``: its options."""
+    dashboard = add_command(
+        commands,
+        "dashboard",
+        "a live view of the fleet and its calls in a browser",
+        (
+            "argentic-tools dashboard  # http://127.0.0.1:8765",
+            "argentic-tools dashboard --http 127.0.0.1:0 --history calls.db",
+        ),
+    )
+    add_dashboard_arguments(dashboard)
+    dashboard.set_defaults(run=dashboard_command, graceful=True, log_level="WARNING")

@@ -1,87 +1,29 @@
-"""The commands: serve, list, describe, call, watch, broker, demo, bench and soak."""
+"""``list`` and ``describe``: the registry collected from the bus (or an MCP server's tools)."""
 
 import argparse
 import asyncio
 import contextlib
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterable
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-import anyio
 from rich.table import Table
 from rich.text import Text
 
 from ..._agent.manager import ToolManager
-from ..._errors import ProtocolError
-from ..._protocol.fleet_messages import (
-    ClientOfflineMessage,
-    ManagerOnlineMessage,
-    RegisterToolMessage,
-    ToolRegisteredMessage,
-    ToolRegistrationErrorMessage,
-    ToolUnregisteredMessage,
-    UnregisterToolMessage,
-)
-from ..._protocol.messages import (
-    BaseMessage,
-    TaskErrorMessage,
-    TaskMessage,
-    TaskResultMessage,
-    ToolCancelMessage,
-    ToolCreditMessage,
-    ToolPartialMessage,
-    ToolProgressMessage,
-)
-from ..._protocol.parsing import parse_message
-from ..._tools.service import (
-    service_from_args,
-)
-from ..._transport import IncomingMessage
 from ..common import (
     EXIT_OK,
-    CliError,
     StopRequest,
     connected_manager,
-    messager_from,
     print_json,
     settle,
-    shielded,
     stderr,
     stdout,
-    topics_from,
     where,
 )
-from ..mcp.target import mcp_server_from, server_tool_rows
-from ..serving.loading import load_tools
-from ..serving.reload import serve_with_reload, started_by_reloader, stop_when_reloader_exits
-
-
-async def serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``serve``: load the tools and serve them until Ctrl-C or SIGTERM.
-
-    With ``--reload`` a child process serves them, started again on each edit.
-    """
-    if args.reload:
-        return await serve_with_reload(args, stop)
-    reloaded = started_by_reloader()
-    tools = load_tools(args.tools)
-    service = service_from_args(args, tools, log_level=args.log_level)
-    async with anyio.create_task_group() as tasks:
-        if reloaded:
-            tasks.start_soon(stop_when_reloader_exits, stop)
-        async with service:
-            await stop.requested.wait()
-        tasks.cancel_scope.cancel()
-    return EXIT_OK
-
-
-# -- list and describe -------------------------------------------------------------------
+from ..mcp.target import add_mcp_server_arguments, mcp_server_from, server_tool_rows
+from ..options import Commands, add_collect_arguments, add_command
 
 
 def _registry(manager: ToolManager) -> list[dict[str, Any]]:
@@ -295,181 +237,47 @@ def prompt_text(entries: list[dict[str, Any]]) -> str:
     return "\n\n".join(blocks)
 
 
-# -- watch -----------------------------------------------------------------------------
+def add_list_parser(commands: Commands) -> None:
+    """``list``: its options."""
+    listing = add_command(
+        commands,
+        "list",
+        "list the registered tools",
+        (
+            "argentic-tools list",
+            "argentic-tools list --wide --wait 3",
+            "argentic-tools list --json --expect calculate",
+        ),
+    )
+    listing.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    listing.add_argument(
+        "--wide", action="store_true", help="add the ids, tags and serving client to the table"
+    )
+    add_collect_arguments(listing)
+    add_mcp_server_arguments(listing)
+    listing.set_defaults(run=list_command, log_level="WARNING")
 
 
-def _short(value: Any, limit: int = 120) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _summary(message: BaseMessage) -> tuple[str, str, str]:
-    """(kind, style, details) of one protocol message, for ``watch``."""
-    if isinstance(message, RegisterToolMessage):
-        return (
-            "register",
-            "green",
-            f"{message.tool_name} id={message.tool_id} from {message.source}",
-        )
-    if isinstance(message, UnregisterToolMessage):
-        return "unregister", "yellow", f"id={message.tool_id} from {message.source}"
-    if isinstance(message, ClientOfflineMessage):
-        return "offline", "red", f"client {message.source} is gone"
-    if isinstance(message, ManagerOnlineMessage):
-        return "manager", "cyan", f"{message.source} is online"
-    if isinstance(message, ToolRegisteredMessage):
-        return "registered", "green", f"{message.tool_name} as {message.tool_id}"
-    if isinstance(message, ToolRegistrationErrorMessage):
-        return "refused", "red", f"{message.tool_name}: {message.error}"
-    if isinstance(message, ToolUnregisteredMessage):
-        return "removed", "yellow", f"{message.tool_name or message.tool_id} ({message.reason})"
-    if isinstance(message, TaskErrorMessage):
-        return (
-            "error",
-            "red",
-            f"{message.tool_name} [{message.error_code}] {message.error} task={message.task_id}",
-        )
-    if isinstance(message, TaskResultMessage):
-        took = f" in {message.duration_ms:.1f} ms" if message.duration_ms is not None else ""
-        return (
-            "result",
-            "green",
-            f"{message.tool_name} {message.status.value}{took} -> {_short(message.result)} "
-            f"task={message.task_id}",
-        )
-    if isinstance(message, TaskMessage):
-        return (
-            "call",
-            "blue",
-            f"{message.tool_name} {_short(message.arguments)} task={message.task_id}",
-        )
-    if isinstance(message, ToolCancelMessage):
-        why = message.reason or "no reason given"
-        return "cancel", "yellow", f"task={message.task_id} tool={message.tool_id}: {why}"
-    if isinstance(message, ToolProgressMessage):
-        total = f"/{message.total:g}" if message.total is not None else ""
-        text = f" {message.message}" if message.message else ""
-        return "progress", "cyan", f"{message.progress:g}{total}{text} task={message.task_id}"
-    if isinstance(message, ToolPartialMessage):
-        return "chunk", "cyan", f"#{message.seq} {_short(message.chunk)} task={message.task_id}"
-    if isinstance(message, ToolCreditMessage):
-        return "credit", "", f"read {message.read} task={message.task_id}"
-    return message.type.lower(), "", ""
-
-
-class WatchFilter:
-    """What ``watch`` shows: by kind and tool, without tools registering again.
-
-    Every manager that starts makes every live tool register again, and each of
-    those is confirmed: without ``--all`` a registration (or confirmation) already
-    seen for the same tool id is not shown again.
-    """
-
-    def __init__(self, kinds: list[str], tools: list[str], everything: bool) -> None:
-        self.kinds = set(kinds)
-        self.tools = set(tools)
-        self.everything = everything
-        self._seen: set[tuple[str, str | None, str | None]] = set()
-
-    def shows(self, message: BaseMessage | None, kind: str) -> bool:
-        """Whether the line for ``message`` (of ``kind``) is printed."""
-        if self.kinds and kind not in self.kinds:
-            return False
-        if self.tools and getattr(message, "tool_name", None) not in self.tools:
-            return False
-        if not self.everything and isinstance(message, RegisterToolMessage | ToolRegisteredMessage):
-            key = (kind, message.tool_id, message.source)
-            if key in self._seen:
-                return False
-            self._seen.add(key)
-        return True
-
-
-def describe_event(message: IncomingMessage, shown: WatchFilter | None = None) -> Text | None:
-    """One line for one message seen by ``watch``; None when ``shown`` filters it out."""
-    stamp = datetime.now().strftime("%H:%M:%S.%f")[:-3]
-    parsed: BaseMessage | None = None
-    try:
-        parsed = parse_message(message.payload)
-        kind, style, details = _summary(parsed)
-    except ProtocolError as exc:
-        kind, style, details = "malformed", "red", f"on {message.topic}: {exc}"
-    if shown is not None and not shown.shows(parsed, kind):
-        return None
-    return Text.assemble((stamp, "dim"), "  ", (f"{kind:<10}", style), "  ", details)
-
-
-async def watch_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``watch``: print the protocol messages under the prefix as they happen."""
-    topics = topics_from(args)
-    shown = WatchFilter(args.type, args.tool, args.all)
-    seen = 0
-
-    async def show(message: IncomingMessage) -> None:
-        nonlocal seen
-        if args.count and seen >= args.count:
-            return
-        line = describe_event(message, shown)
-        if line is None:
-            return
-        seen += 1
-        stdout.print(line, soft_wrap=True)
-        if args.count and seen >= args.count:
-            stop.request()
-
-    messager = messager_from(args)
-    await messager.connect()
-    try:
-        # Every level below each of the four topics: tasks go to ``{call_base}/{tool_id}``
-        # or, with a tenant, one level deeper; results to a manager's own inbox, one level
-        # below ``{response_base}/{tool_id}``; answers to an announcement below
-        # ``{register}``. A filter ``T/#`` matches ``T`` itself as well.
-        for base in (topics.register, topics.status, topics.call_base, topics.response_base):
-            await messager.subscribe(f"{base}/#", show)
-        stderr.print(f"Watching {where(args)}; press Ctrl-C to stop.")
-        await stop.requested.wait()
-    finally:
-        await shielded(messager.disconnect)
-    return EXIT_OK
-
-
-# -- broker, demo, bench ------------------------------------------------------------------
-
-
-async def broker_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``broker``: run the embedded MQTT broker until Ctrl-C."""
-    from ..._broker import EmbeddedBroker
-
-    broker = EmbeddedBroker(args.host, args.port)
-    try:
-        await broker.start()
-    except (RuntimeError, OSError) as exc:
-        raise CliError(str(exc)) from None
-    try:
-        stdout.print(f"MQTT broker listening on {broker.url}; press Ctrl-C to stop.")
-        await stop.requested.wait()
-    finally:
-        await broker.stop()
-    return EXIT_OK
-
-
-async def demo_command(args: argparse.Namespace, stop: StopRequest) -> int:
-    """``demo``: start the example tools and run the scripted agent."""
-    from ..demo import run_demo
-
-    return await run_demo(args, stop)
-
-
-def benchmark_command(args: argparse.Namespace) -> int:
-    """Run ``benchmarks.run`` (bench) or ``benchmarks.soak`` (soak) with the arguments as given."""
-    module = {"bench": "run", "soak": "soak"}[args.command]
-    root = Path(__file__).resolve().parents[2]
-    if not (root / "benchmarks" / f"{module}.py").is_file():
-        raise CliError(
-            f"the benchmarks are not installed with the package; run `argentic-tools "
-            f"{args.command}` from a source checkout of argentic-tools"
-        )
-    command = [sys.executable, "-m", f"benchmarks.{module}", *args.bench_args]
-    # benchmarks.harness.cli.PROG_VARIABLE: its help and errors name `argentic-tools bench`.
-    environment = {**os.environ, "ARGENTIC_TOOLS_PROG": f"argentic-tools {args.command}"}
-    return subprocess.run(command, cwd=root, env=environment).returncode  # noqa: S603
+def add_describe_parser(commands: Commands) -> None:
+    """``describe``: its options."""
+    describe = add_command(
+        commands,
+        "describe",
+        "export the tool registry for an LLM",
+        (
+            "argentic-tools describe  # text to paste into a system prompt",
+            "argentic-tools describe --format openai --expect calculate",
+            "argentic-tools describe --format mcp --wait 3",
+        ),
+    )
+    describe.add_argument(
+        "--format",
+        choices=("prompt", "openai", "openai-responses", "anthropic", "mcp"),
+        default="prompt",
+        help="prompt: readable text for a system prompt, one block per tool (its name, "
+        "its description, its parameters as JSON Schema); openai (Chat Completions), "
+        "openai-responses (Responses API), anthropic, mcp: a JSON array of tool "
+        "definitions in that API's shape (ToolManager.export_tools)",
+    )
+    add_collect_arguments(describe)
+    describe.set_defaults(run=describe_command, log_level="WARNING")

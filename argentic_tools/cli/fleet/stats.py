@@ -42,6 +42,7 @@ from ..common import (
     stdout,
     where,
 )
+from ..options import Commands, add_command, add_expect_argument, positive_seconds
 from .registry import collect_registrations
 
 SORT_KEYS = ("name", "calls", "rate", "p99", "errors")
@@ -455,3 +456,59 @@ def terminal_keys(on_key: Callable[[str], None]) -> Iterator[bool]:
     finally:
         loop.remove_reader(fd)
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+
+def add_stats_parser(commands: Commands) -> None:
+    """``stats``: its options."""
+    stats = add_command(
+        commands,
+        "stats",
+        "show what each tool process has served: calls, errors, latency",
+        ("argentic-tools stats", "argentic-tools stats --json --expect calculate"),
+    )
+    stats.add_argument(
+        "--json", action="store_true", help="print each process's answer as JSON, for scripts"
+    )
+    stats.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=1.0,
+        help="at most this many seconds to collect tools (ends once registrations stop), then "
+        "at most as long again for the processes' answers (ends once they have all answered)",
+    )
+    add_expect_argument(stats)
+    stats.set_defaults(run=stats_command, log_level="WARNING")
+
+
+def add_top_parser(commands: Commands) -> None:
+    """``top``: its options."""
+    top = add_command(
+        commands,
+        "top",
+        "a live view of the fleet: calls per second, errors, latency per tool",
+        ("argentic-tools top  # q quits", "argentic-tools top --sort errors --once"),
+    )
+    top.add_argument(
+        "--interval", type=positive_seconds, default=1.0, help="seconds between refreshes"
+    )
+    top.add_argument(
+        "--sort",
+        choices=SORT_KEYS,
+        default="rate",
+        help="order of the tools (rate: calls per second; all but name put the largest first)",
+    )
+    top.add_argument(
+        "--once",
+        action="store_true",
+        help="print one frame (two samples --interval apart) and exit",
+    )
+    top.add_argument(
+        "--wait",
+        type=positive_seconds,
+        default=1.0,
+        help="seconds to let the tools register before the first frame (ends early once "
+        "registrations stop, or once every --expect tool is in), and at most for the "
+        "processes' answers in each refresh (ends as soon as they have all answered)",
+    )
+    add_expect_argument(top)
+    top.set_defaults(run=top_command, interactive=True, log_level="WARNING")

@@ -20,7 +20,8 @@ import anyio
 from ... import start_metrics_server
 from ..._errors import BrokerError
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, settle
-from .team import audit_of, team_access
+from ..options import Commands, add_command, add_env_argument, positive_seconds
+from .team import add_serve_arguments, audit_of, team_access
 
 
 def _load(module: str) -> ModuleType:
@@ -221,3 +222,118 @@ async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int
         # A mistyped command: one line, not a restart loop.
         raise CliError(str(missing.exceptions[0])) from None
     return EXIT_OK
+
+
+def add_serve_parser(commands: Commands) -> None:
+    """``mcp serve``: its options, with the team's (``--auth``, ``--views``, ``--audit``)."""
+    mcp_serve = add_command(
+        commands,
+        "serve",
+        "serve the tools on the bus to MCP clients (stdio or HTTP)",
+        (
+            "argentic-tools mcp serve  # over stdio, for an MCP client to start",
+            "argentic-tools mcp serve --http 127.0.0.1:8000  # http://127.0.0.1:8000/mcp",
+        ),
+    )
+    mcp_serve.add_argument(
+        "--transport",
+        choices=("stdio", "streamable-http", "http"),
+        default=None,
+        help="stdio (the default), or streamable-http (http for short) on --http's address",
+    )
+    mcp_serve.add_argument(
+        "--http",
+        metavar="HOST:PORT",
+        default=None,
+        help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio"
+        " (127.0.0.1:8000 with --transport streamable-http alone)",
+    )
+    mcp_serve.add_argument(
+        "--path",
+        default="/mcp",
+        help="the HTTP endpoint's path (default /mcp)",
+    )
+    mcp_serve.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on 127.0.0.1:PORT/metrics (needs the [otel] extra)",
+    )
+    mcp_serve.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        default=None,
+        help="seconds a call may take (30 if unset)",
+    )
+    mcp_serve.add_argument(
+        "--journal",
+        metavar="PATH",
+        default=None,
+        help="keep calls and MCP tasks in this SQLite file, so that a gateway restarted on it"
+        " picks up the calls left running and still answers tasks/get",
+    )
+    mcp_serve.add_argument(
+        "--wait",
+        type=float,
+        default=1.0,
+        help="seconds to let live tools register before serving (ends early once they have)",
+    )
+    add_serve_arguments(mcp_serve)
+    mcp_serve.set_defaults(
+        run=mcp_serve_command, graceful=True, log_level="WARNING", loop=mcp_serve_loop
+    )
+
+
+def add_bridge_parser(commands: Commands) -> None:
+    """``mcp bridge``: its options."""
+    mcp_bridge = add_command(
+        commands,
+        "bridge",
+        "register an MCP server's tools on the bus and forward their calls",
+        (
+            "argentic-tools mcp bridge -- npx -y @modelcontextprotocol/server-everything",
+            "argentic-tools mcp bridge --url http://127.0.0.1:8000/mcp",
+            "argentic-tools mcp bridge --root ~/site --server-log-level debug -- python server.py",
+        ),
+    )
+    mcp_bridge.add_argument(
+        "--url", default=None, help="the MCP server's streamable HTTP URL (instead of a command)"
+    )
+    add_env_argument(
+        mcp_bridge,
+        "set a variable for the server (repeatable); it gets only HOME, PATH, SHELL"
+        " and TERM from the bridge's environment",
+    )
+    mcp_bridge.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
+        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s)',
+    )
+    mcp_bridge.add_argument(
+        "--server", default=None, metavar="NAME", help="which server of --config to bridge"
+    )
+    mcp_bridge.add_argument(
+        "--root",
+        action="append",
+        default=[],
+        metavar="PATH_OR_URI",
+        help="a root the server may work in (repeatable): a directory or a file:// URI;"
+        " the bridge answers the server's roots/list with them (none: no roots declared)",
+    )
+    mcp_bridge.add_argument(
+        "--server-log-level",
+        default="info",
+        choices=("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"),
+        metavar="LEVEL",
+        help="the least severe of the server's log records to ask for (debug, info, notice,"
+        " warning, error, ...); each reaches the caller of the call it comes during",
+    )
+    mcp_bridge.add_argument(
+        "server_command",
+        nargs=argparse.REMAINDER,
+        metavar="-- COMMAND...",
+        help="the command that starts the MCP server over stdio",
+    )
+    mcp_bridge.set_defaults(run=mcp_bridge_command, graceful=True)

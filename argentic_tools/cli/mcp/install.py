@@ -28,6 +28,7 @@ from typing import Any
 
 from ..._transport import parse_brokers
 from ..common import EXIT_OK, CliError, topics_from
+from ..options import Commands, add_command, add_env_argument
 from .commands import env_pairs
 
 TARGETS = ("claude-desktop", "claude-code", "cursor", "vscode", "mcp-json")
@@ -239,3 +240,43 @@ def project_dir(text: str) -> Path:
     if not path.is_dir():
         raise CliError(f"--project {text}: no such directory")
     return path
+
+
+def add_parser(commands: Commands) -> None:
+    """``mcp install``: its options."""
+    mcp_install = add_command(
+        commands,
+        "install",
+        "write the stdio gateway (mcp serve) into an MCP client's configuration",
+        (
+            "argentic-tools mcp install claude-desktop --broker mqtt://localhost:1883",
+            "argentic-tools mcp install cursor --project .  # .cursor/mcp.json here",
+            "argentic-tools mcp install vscode  # .vscode/mcp.json in this directory",
+            "argentic-tools mcp install claude-code --name fleet --topic-prefix team1",
+            "argentic-tools mcp install mcp-json -e API_TOKEN=secret  # prints it, for any client",
+        ),
+    )
+    mcp_install.add_argument(
+        "target",
+        choices=TARGETS,
+        help="claude-desktop: its claude_desktop_config.json; claude-code: `claude mcp add`; "
+        "cursor: ~/.cursor/mcp.json; vscode: .vscode/mcp.json; mcp-json: print the "
+        '{"mcpServers": ...} JSON on stdout',
+    )
+    mcp_install.add_argument(
+        "--name", default=DEFAULT_NAME, help="the server's name in the client's configuration"
+    )
+    add_env_argument(mcp_install, "set a variable for the gateway (repeatable)")
+    mcp_install.add_argument(
+        "--project",
+        default=None,
+        metavar="DIR",
+        help="cursor, vscode: write DIR/.cursor/mcp.json or DIR/.vscode/mcp.json "
+        "(vscode's default: the current directory)",
+    )
+    mcp_install.add_argument(
+        "--user",
+        action="store_true",
+        help="vscode: the user profile's mcp.json instead of the project's",
+    )
+    mcp_install.set_defaults(sync=install_command)

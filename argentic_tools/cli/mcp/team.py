@@ -11,6 +11,7 @@ from typing import Any
 
 from ... import JsonLinesRecorder
 from ..common import EXIT_OK, CliError, connected_manager, settle
+from ..options import Commands, add_command
 
 
 def _mcp(module: str) -> Any:
@@ -125,7 +126,7 @@ def _protection(args: argparse.Namespace, address: tuple[str, int]) -> Any:
     return _mcp("team").Protection(verifier, resource, servers, tuple(args.scope))
 
 
-def add_commands(commands: Any, add_command: Any) -> None:
+def add_commands(commands: Commands) -> None:
     """``mcp views`` and ``mcp keys``."""
     views = add_command(
         commands,

@@ -29,6 +29,7 @@ from ..._protocol.messages import SUCCESS_STATUSES
 from ..calling.content import content_lines
 from ..calling.exchange_text import exchange_lines, exchange_summary
 from ..common import EXIT_OK, CliError, print_json, print_wide, stderr, stdout
+from ..options import Commands, add_command
 
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"(\d+(?:\.\d*)?)\s*([smhd]?)")
@@ -180,3 +181,66 @@ def one_call(call: Observation) -> Group:
 
 def _indented(text: str) -> str:
     return "\n".join(f"  {line}" for line in text.splitlines())
+
+
+def add_parser(commands: Commands) -> None:
+    """``history``: its options (no client's: it reads a file)."""
+    history = add_command(
+        commands,
+        "history",
+        "show the calls a SqliteRecorder kept, newest first",
+        (
+            "argentic-tools history --history calls.db",
+            "argentic-tools history --history calls.db --tool calculate --since 1h",
+            "argentic-tools history --history calls.db --outcome error --json --limit 0",
+            "argentic-tools history --history calls.db TASK_ID  # one call, its questions and logs",
+        ),
+        client=False,
+    )
+    history.add_argument(
+        "call",
+        nargs="?",
+        default=None,
+        metavar="ID",
+        help="show this call in full (its task id or call id): arguments, result or error, "
+        "content, and its exchange with its caller (questions, answers, log records)",
+    )
+    history.add_argument(
+        "--history",
+        required=True,
+        metavar="FILE",
+        help="the SQLite file of ToolManager(recorder=SqliteRecorder(FILE))",
+    )
+    history.add_argument("--tool", default=None, metavar="NAME", help="only calls to this tool")
+    history.add_argument(
+        "--thread", default=None, metavar="ID", help="only calls made in this conversation thread"
+    )
+    history.add_argument(
+        "--user",
+        default=None,
+        metavar="SUBJECT",
+        help="only calls made on behalf of this user (an MCP gateway's caller)",
+    )
+    history.add_argument(
+        "--outcome",
+        default=None,
+        help="only calls that ended so: a status (success, error, failed, timeout, cancelled) "
+        "or an error code (not_found, invalid_arguments, execution_error, ...)",
+    )
+    history.add_argument(
+        "--since",
+        default=None,
+        metavar="WHEN",
+        help="only calls that ended at or after WHEN: how long ago (90, 15m, 2h, 7d) or "
+        "an ISO 8601 time (2025-06-01T12:00, local time unless it has an offset)",
+    )
+    history.add_argument(
+        "--until", default=None, metavar="WHEN", help="only calls that ended before WHEN"
+    )
+    history.add_argument(
+        "--limit", type=int, default=100, metavar="N", help="show the newest N calls (0: all)"
+    )
+    history.add_argument(
+        "--json", action="store_true", help="print a JSON array of the calls, for scripts"
+    )
+    history.set_defaults(sync=history_command, log_level="WARNING")

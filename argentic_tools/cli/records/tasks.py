@@ -28,6 +28,7 @@ from ..common import (
     stderr,
     topics_from,
 )
+from ..options import Commands, add_command
 
 EXIT_NOT_ENDED = 1
 """``tasks wait``: the call had not ended when the wait ran out."""
@@ -149,3 +150,20 @@ def add_tasks_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reason", default="cancelled with argentic-tools tasks cancel", help="cancel: why"
     )
+
+
+def add_parser(commands: Commands) -> None:
+    """``tasks``: its subcommands and their options."""
+    tasks = add_command(
+        commands,
+        "tasks",
+        "list, show, wait for or cancel the calls a call journal keeps",
+        (
+            "argentic-tools tasks list --journal calls.journal --status running",
+            "argentic-tools tasks show report-42 --journal calls.journal",
+            "argentic-tools tasks wait report-42 --journal calls.journal --timeout 600",
+            "argentic-tools tasks cancel report-42 --journal calls.journal",
+        ),
+    )
+    add_tasks_arguments(tasks)
+    tasks.set_defaults(run=tasks_command, log_level="WARNING")
