@@ -52,7 +52,7 @@ from .common import (
     stdout,
     topics_from,
 )
-from .options import Commands, add_command
+from .options import Commands, add_command, host_and_port
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "calculator": ("calculate",),
@@ -371,7 +371,6 @@ async def _start_dashboard(
     except ImportError:
         stdout.print("Dashboard: not shown (pip install 'argentic-tools[dashboard]').")
         return None
-    from .mcp.commands import host_and_port
 
     chosen = setting.lower() not in ("", "1", "yes", "on", "true")
     host, port = host_and_port(setting) if chosen else DASHBOARD_ADDRESS

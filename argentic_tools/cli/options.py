@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TypeAlias
 
 from .._tools.service import add_connection_arguments
+from .common import CliError
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -117,3 +118,15 @@ def add_env_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
     parser.add_argument(
         "-e", "--env", action="append", default=[], metavar="KEY=VALUE", help=help_text
     )
+
+
+def host_and_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``:PORT`` means 127.0.0.1) as a pair."""
+    host, _, port = text.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        raise CliError(f"--http {text!r}: expected HOST:PORT, like 127.0.0.1:8000") from None
+    if not 0 <= number <= 65535:
+        raise CliError(f"--http {text!r}: the port must be 0-65535")
+    return host or "127.0.0.1", number

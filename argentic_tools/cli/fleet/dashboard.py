@@ -17,8 +17,7 @@ from typing import Any
 import anyio
 
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, messager_from, shielded
-from ..mcp.commands import host_and_port
-from ..options import Commands, add_command
+from ..options import Commands, add_command, host_and_port
 
 DEFAULT_ADDRESS = "127.0.0.1:8080"
 """Where the dashboard listens by default."""

@@ -20,7 +20,7 @@ import anyio
 from ... import start_metrics_server
 from ..._errors import BrokerError
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, settle
-from ..options import Commands, add_command, add_env_argument, positive_seconds
+from ..options import Commands, add_command, add_env_argument, host_and_port, positive_seconds
 from .team import add_serve_arguments, audit_of, team_access
 
 
@@ -51,18 +51,6 @@ def http_address(args: argparse.Namespace) -> tuple[str, int] | None:
     if not args.path.startswith("/"):
         raise CliError(f"--path {args.path!r}: the path must start with /, like /mcp")
     return host_and_port(args.http or DEFAULT_HTTP)
-
-
-def host_and_port(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``:PORT`` means 127.0.0.1) as a pair."""
-    host, _, port = text.rpartition(":")
-    try:
-        number = int(port)
-    except ValueError:
-        raise CliError(f"--http {text!r}: expected HOST:PORT, like 127.0.0.1:8000") from None
-    if not 0 <= number <= 65535:
-        raise CliError(f"--http {text!r}: the port must be 0-65535")
-    return host or "127.0.0.1", number
 
 
 def journal_client_id(path: str) -> str:
