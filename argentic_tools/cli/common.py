@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import contextlib
+import json
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
@@ -44,6 +45,11 @@ class CliError(Exception):
 def print_error(message: str) -> None:
     """Print ``error: message`` as a single line on stderr."""
     stderr.print(Text.assemble(("error: ", "bold red"), " ".join(message.split())))
+
+
+def print_json(value: Any) -> None:
+    """Print ``value`` as indented JSON on stdout (plain, for scripts)."""
+    print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def print_wide(renderable: RenderableType) -> None:

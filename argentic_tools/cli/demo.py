@@ -52,6 +52,7 @@ from .common import (
     stdout,
     topics_from,
 )
+from .options import Commands, add_command, host_and_port
 
 EXAMPLES: dict[str, tuple[str, ...]] = {
     "calculator": ("calculate",),
@@ -370,7 +371,6 @@ async def _start_dashboard(
     except ImportError:
         stdout.print("Dashboard: not shown (pip install 'argentic-tools[dashboard]').")
         return None
-    from .mcp_commands import host_and_port
 
     chosen = setting.lower() not in ("", "1", "yes", "on", "true")
     host, port = host_and_port(setting) if chosen else DASHBOARD_ADDRESS
@@ -501,3 +501,26 @@ async def run_demo(args: argparse.Namespace, stop: StopRequest) -> int:
         stdout.print("Stopping the tool processes...")
     stdout.print(f"Demo finished in {time.perf_counter() - started:.1f} s.")
     return 0
+
+
+def add_parser(commands: Commands) -> None:
+    """``demo``: its options."""
+    demo = add_command(
+        commands,
+        "demo",
+        "start the example tools and run a short scripted agent",
+        ("argentic-tools demo", "argentic-tools demo --no-dashboard"),
+    )
+    # Without --broker the demo starts the embedded broker instead of trying 1883.
+    demo.add_argument(
+        "--no-dashboard",
+        action="store_true",
+        help=f"leave the dashboard out (also {DASHBOARD_VARIABLE}=0, make demo DASHBOARD=0)",
+    )
+    demo.add_argument(
+        "--exit",
+        action="store_true",
+        help="exit once the scripted agent is done, instead of serving the tools until Ctrl-C "
+        "(make demo EXIT=1)",
+    )
+    demo.set_defaults(run=run_demo, log_level="WARNING", broker=None)

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 import pytest
 
 from argentic_tools.cli.common import CliError
-from argentic_tools.cli.main import build_parser, positive_seconds
-from argentic_tools.cli.mcp_commands import host_and_port, http_address
+from argentic_tools.cli.main import build_parser
+from argentic_tools.cli.mcp.commands import http_address
+from argentic_tools.cli.options import host_and_port, positive_seconds
 
 
 def test_seconds_and_addresses_are_checked() -> None:

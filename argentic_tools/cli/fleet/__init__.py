@@ -1,0 +1,1 @@
+"""The fleet from the command line: `list`, `describe`, `watch`, `stats`, `top`, `dashboard`."""

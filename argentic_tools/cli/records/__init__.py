@@ -1,0 +1,1 @@
+"""What calls left behind: `history` (a SqliteRecorder's file) and `tasks` (a call journal)."""

@@ -1,0 +1,1 @@
+"""Running things: the embedded broker (`broker`) and tool services (`serve`, `--reload`)."""
