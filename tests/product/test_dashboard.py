@@ -556,14 +556,7 @@ async def test_with_a_token_every_request_and_the_event_stream_need_it(
 ) -> None:
     args = ("dashboard", "--http", "127.0.0.1:0", "--token", "s3cret")
     async with cli_process(*args, *connection(mosquitto.url, prefix)) as process:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(TIMEOUT):
-            while b"\n" not in seen:
-                seen += await process.stderr.receive()
-        printed = re.search(rb"Dashboard on http://127\.0\.0\.1:(\d+)/\?token=s3cret", seen)
-        assert printed, seen
-        port = int(printed.group(1))
+        port = await printed_port(process, b"?token=s3cret")
 
         for path in ("/", "/api/state", "/api/events", "/static/dashboard.js"):
             status, headers, _ = await fetch(port, path)
@@ -1031,14 +1024,17 @@ async def test_a_dashboard_with_auth_keys_admits_the_gateways_api_keys(
             assert await process.wait() == 0
 
 
-async def printed_port(process: anyio.abc.Process) -> int:
-    """The port of the address a ``dashboard`` process printed on its first line."""
+async def printed_port(process: anyio.abc.Process, then: bytes = b"") -> int:
+    """The port of the address a ``dashboard`` process printed on its first line.
+
+    ``then``: what the address must go on with after its ``/`` (its ``?token=``).
+    """
     assert process.stderr is not None
     seen = b""
     with anyio.fail_after(TIMEOUT):
         while b"\n" not in seen:
             seen += await process.stderr.receive()
-    printed = re.search(rb"Dashboard on http://127\.0\.0\.1:(\d+)/", seen)
+    printed = re.search(rb"Dashboard on http://127\.0\.0\.1:(\d+)/" + re.escape(then), seen)
     assert printed, seen
     return int(printed.group(1))
 
