@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import http.client
 import json
-import os
 import re
 import signal
 import socket
@@ -59,12 +58,9 @@ from tests.support.media_tools import HTML
 from tests.support.observations import EXCHANGES, observation
 from tests.support.oidc import OidcClient, client_token, oidc_provider
 from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
+from tests.support.requirements import require
 
 pytestmark = pytest.mark.anyio
-
-REQUIRE_BROWSER = (
-    os.environ.get("CI") == "true" or os.environ.get("ARGENTIC_TOOLS_REQUIRE_BROWSER") == "1"
-)
 
 PAGE_TIMEOUT = 10.0
 """Bound on the page showing a change (it takes milliseconds; CI machines are slow)."""
@@ -81,10 +77,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Browser]:
     binary = find_chromium()
-    if binary is None:
-        if REQUIRE_BROWSER:
-            pytest.fail("chromium is not installed, and CI requires it", pytrace=False)
-        pytest.skip("chromium is not installed (`make test` installs it when it can)")
+    require("chromium", binary is not None, "`make test` installs it when it can")
+    assert binary is not None
     async with Browser(binary, tmp_path_factory.mktemp("chromium")).running() as running:
         yield running
 
