@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.demo-installed
 CLI := $(BIN)/argentic-tools
 
-.PHONY: demo test test-cluster test-conformance test-frameworks npm-servers lint typecheck pytest bench soak mosquitto chromium clean
+.PHONY: demo test test-cluster test-conformance test-frameworks npm-servers lint typecheck pytest bench soak mosquitto chromium tmux clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -57,13 +57,17 @@ mosquitto:
 chromium:
 	@bash scripts/ensure-chromium.sh
 
+## tmux: install Debian's tmux (the command line's terminal tests) when missing and we can
+tmux:
+	@bash scripts/ensure-tmux.sh
+
 ## npm-servers: the MCP servers from npm the tests bridge (the reference server-everything),
 ##              pinned, into .cache/npm with the machine's npm (scripts/ensure-npm.sh)
 npm-servers: $(STAMP)
 	PYTHONPATH=$(CURDIR) $(BIN)/python -m tests.support.npm_servers
 
 ## test: lint, type-check and run the tests with coverage on a real mosquitto
-test: $(STAMP) mosquitto chromium npm-servers lint typecheck pytest
+test: $(STAMP) mosquitto chromium tmux npm-servers lint typecheck pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

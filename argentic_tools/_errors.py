@@ -12,6 +12,7 @@ catches a tool timeout and ``except ConnectionError`` a broker failure::
     ├── ToolDefinitionError ................ (also TypeError) a tool cannot be built
     ├── RegistrationError                    the manager refused a registration
     ├── ToolUnavailableError ............... (also TimeoutError) wait_for_tool ran out of time
+    ├── ToolError                            (in a tool) raise it to fail the call with a message
     ├── AskError                             (in a tool) the caller did not answer its question
     │   └── AskNotSupportedError             the caller cannot answer that kind of question
     └── ToolCallError                        one call did not succeed
@@ -190,7 +191,7 @@ class AskNotSupportedError(AskError):
         """The kind of question: ``elicit``, ``sample`` or ``roots``."""
 
 
-class ToolError(Exception):
+class ToolError(ToolsError):
     """Raise this inside a tool to fail the call with a clear message.
 
     Any exception fails the call; ``ToolError`` marks an expected failure

@@ -23,13 +23,18 @@ from tests.support.brokers import (
 )
 from tests.support.clients import manager_for, messager_for
 from tests.support.processes import ROOT, ToolProcess, python_cmd
-
-REQUIRE_MOSQUITTO = os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1"
+from tests.support.requirements import REQUIRED, require_mosquitto, require_tmux
 
 
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture
+def tmux_installed() -> None:
+    """For ``needs_tmux`` (tests/support/terminal.py): skip, or fail in CI, without tmux."""
+    require_tmux()
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +46,7 @@ def mosquitto() -> Iterator[Mosquitto]:
     """
     forced = os.environ.get("ARGENTIC_TOOLS_TEST_BROKER") == "embedded"
     if forced or find_mosquitto() is None:
-        if REQUIRE_MOSQUITTO and not forced:
+        if REQUIRED and not forced:
             pytest.fail("mosquitto is not installed, and CI requires it", pytrace=False)
         print(
             "\nnotice: running the broker tests on the embedded amqtt broker "
@@ -61,8 +66,7 @@ def mosquitto() -> Iterator[Mosquitto]:
 @pytest.fixture
 def private_mosquitto() -> Iterator[Mosquitto]:
     """A mosquitto of this test alone, free to be killed and restarted."""
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed")
+    require_mosquitto()
     with running_mosquitto() as broker:
         yield broker
 
@@ -70,8 +74,7 @@ def private_mosquitto() -> Iterator[Mosquitto]:
 @pytest.fixture
 def default_limits_mosquitto() -> Iterator[Mosquitto]:
     """A mosquitto of this test alone with mosquitto's own per-client queue limits."""
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed")
+    require_mosquitto()
     with running_mosquitto(MOSQUITTO_DEFAULTS) as broker:
         yield broker
 

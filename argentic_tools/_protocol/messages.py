@@ -28,6 +28,7 @@ from pydantic import (
 
 from .._errors import (
     ERROR_CODES,
+    ToolCallError,
     ToolExecutionError,
 )
 from .content import ContentBlock, parse_blocks
@@ -313,14 +314,13 @@ class TaskErrorMessage(TaskMessage):
         """Always False: this call failed."""
         return False
 
-    def to_exception(self) -> ToolExecutionError:
+    def to_exception(self) -> ToolCallError:
         """Build the typed exception this error stands for (see ``argentic_tools._errors``)."""
         code = self.error_code or (
             "timeout" if self.status == TaskStatus.TIMEOUT else "execution_error"
         )
         cls = ERROR_CODES.get(code, ToolExecutionError)
-        exc = cls(self.error, tool_name=self.tool_name, task_id=self.task_id, details=self.details)
-        return exc  # type: ignore[return-value]
+        return cls(self.error, tool_name=self.tool_name, task_id=self.task_id, details=self.details)
 
     def raise_for_status(self) -> NoReturn:
         """Raise the typed :class:`~argentic_tools.ToolCallError` for this failure."""

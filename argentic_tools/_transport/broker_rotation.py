@@ -157,21 +157,22 @@ class BrokerRotation:
         """
         count = len(self.brokers)
         start = (self._at + 1) % count if after_loss else self._at
-        problems = []
+        failures: list[BrokerUnavailableError] = []
         for step in range(count):
             index = (start + step) % count
             try:
                 client = await self._open_at(index, will_topic)
             except BrokerUnavailableError as exc:
-                problems.append(str(exc))
+                failures.append(exc)
                 continue
             self._at = index
             return client
         if count == 1:
-            raise BrokerUnavailableError(problems[0])
+            raise failures[0]  # it names the broker, with the socket's error as its cause
         raise BrokerUnavailableError(
-            f"cannot connect to any of the {count} MQTT brokers: " + "; ".join(problems)
-        )
+            f"cannot connect to any of the {count} MQTT brokers: "
+            + "; ".join(str(failure) for failure in failures)
+        ) from failures[-1]
 
     async def end_session(self, broker: BrokerURL | None = None) -> None:
         """Connect once more with a clean session: MQTT 3.1.1's only way to end one.
@@ -237,20 +238,21 @@ class BrokerRotation:
         )
         where = f"{broker.host}:{broker.port}"
         problem: str | None = None
+        cause: BaseException | None = None
         try:
             async with asyncio.timeout(self._settings.attempt_timeout):
                 await client.__aenter__()
-        except TimeoutError:
-            problem = f"no answer within {self._settings.attempt_timeout:g} s"
+        except TimeoutError as exc:
+            problem, cause = f"no answer within {self._settings.attempt_timeout:g} s", exc
         except aiomqtt.MqttError as exc:
-            problem = describe_mqtt_error(exc)
+            problem, cause = describe_mqtt_error(exc), exc
         except (OSError, ssl.SSLError) as exc:
-            problem = str(exc) or type(exc).__name__
+            problem, cause = str(exc) or type(exc).__name__, exc
         if problem is not None:
             _internals.close_socket(client)
             raise BrokerUnavailableError(
                 f"cannot connect to the MQTT broker at {where}: {problem}"
-            ) from None
+            ) from cause
         filters = self._subscriptions.filters()
         failure: str | None = None
         try:

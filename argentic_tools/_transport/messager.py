@@ -348,7 +348,7 @@ class Messager(AsyncResource):
                     codes = await client.subscribe(topic, qos=1)
             except aiomqtt.MqttError as exc:
                 # The reconnect path subscribes again; report, do not lose the handler.
-                raise BrokerError(f"subscribing to {topic!r} failed: {exc}") from None
+                raise BrokerError(f"subscribing to {topic!r} failed: {exc}") from exc
             if suback_refused(codes):
                 # Never ignored: a client that believes it subscribed would wait forever.
                 self._subscriptions.remove(topic, handler)
@@ -427,7 +427,7 @@ class Messager(AsyncResource):
                     continue
                 except aiomqtt.MqttError as exc:
                     if self._closing:
-                        raise BrokerError(f"publishing to {topic!r} failed: {exc}") from None
+                        raise BrokerError(f"publishing to {topic!r} failed: {exc}") from exc
                     # The connection dropped under us: wait for the reader to reconnect.
                     self._connected.clear()
             await self._connected.wait()
@@ -525,8 +525,8 @@ class Messager(AsyncResource):
             await asyncio.shield(_internals.disconnected(client))
         except aiomqtt.MqttError:
             raise  # already ours to report
-        except Exception as exc:  # noqa: BLE001 - paho reports socket errors raw
-            raise aiomqtt.MqttError(str(exc) or type(exc).__name__) from None
+        except Exception as exc:  # paho reports socket errors raw
+            raise aiomqtt.MqttError(str(exc) or type(exc).__name__) from exc
         if not self._closing:
             raise aiomqtt.MqttError("the broker closed the connection")
 

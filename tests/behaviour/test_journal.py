@@ -13,9 +13,10 @@ from anyio.abc import Process
 
 from argentic_tools import Messager, TaskErrorMessage, TaskResultMessage, ToolManager, Topics
 from argentic_tools._agent.records.sqlite_journal import SqliteJournal
-from tests.support.brokers import Mosquitto, child_env, find_mosquitto, running_mosquitto
+from tests.support.brokers import Mosquitto, child_env, running_mosquitto
 from tests.support.cli import read_until
 from tests.support.processes import ToolProcess, python_cmd
+from tests.support.requirements import require_mosquitto
 
 pytestmark = pytest.mark.anyio
 
@@ -74,8 +75,7 @@ async def killed_agent(
     tmp_path: pathlib.Path,
 ) -> AsyncIterator[tuple[Mosquitto, str, pathlib.Path, pathlib.Path]]:
     """A private broker, the long tools, and an agent SIGKILLed with 20 calls pending."""
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed")
+    require_mosquitto()
     prefix = f"j{uuid.uuid4().hex[:10]}"
     journal, runs = tmp_path / "calls.journal", tmp_path / "runs"
     runs.mkdir()

@@ -12,9 +12,10 @@ import anyio
 import pytest
 
 from argentic_tools import IncomingMessage, Messager, Topics
-from tests.support.brokers import Mosquitto, find_mosquitto, running_mosquitto
+from tests.support.brokers import Mosquitto, running_mosquitto
 from tests.support.clients import manager_for, messager_for
 from tests.support.processes import ToolProcess, ready
+from tests.support.requirements import require_mosquitto
 
 pytestmark = pytest.mark.anyio
 
@@ -24,8 +25,7 @@ TIMEOUT = 20
 @pytest.fixture
 def counted_mosquitto() -> Iterator[Mosquitto]:
     """A mosquitto of this test alone that publishes its ``$SYS`` counters every second."""
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed")
+    require_mosquitto()
     with running_mosquitto("sys_interval 1") as broker:
         yield broker
 

@@ -7,14 +7,12 @@ executed twice, every fault recovered.
 """
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from tests.support.brokers import find_mosquitto, uncovered_env
+from tests.support.brokers import uncovered_env
+from tests.support.requirements import require_mosquitto
 
 ROOT = Path(__file__).resolve().parents[2]
 FAULTS = ["kill", "freeze", "broker", "drop-manager", "drop-tool"]
@@ -29,11 +27,7 @@ FREEZE = 1.5
 def test_reduced_soak_survives_every_fault_without_losing_doubling_or_delaying_a_call(
     tmp_path: Path,
 ) -> None:
-    if find_mosquitto() is None:
-        message = "mosquitto is not installed (run `make test`, which installs it)"
-        if os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_mosquitto()
     done = subprocess.run(
         [
             sys.executable,

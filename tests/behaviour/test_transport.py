@@ -81,9 +81,13 @@ async def test_settings_changed_after_construction_apply_to_the_next_connection(
 async def test_unreachable_broker_raises_a_clear_error() -> None:
     port = free_port()
     messager = Messager(f"mqtt://127.0.0.1:{port}", connect_timeout=3)
-    with pytest.raises(BrokerUnavailableError, match=rf"127\.0\.0\.1:{port}"):
+    with pytest.raises(BrokerUnavailableError, match=rf"127\.0\.0\.1:{port}") as raised:
         await messager.connect()
     assert not messager.is_connected()
+    # The socket's own refusal stays attached, for a traceback that shows the root.
+    cause = raised.value.__cause__
+    assert cause is not None
+    assert "refused" in str(cause).lower(), repr(cause)  # ECONNREFUSED, as the socket said
 
 
 async def test_a_connection_cut_before_the_connack_fails_the_attempt_at_once() -> None:

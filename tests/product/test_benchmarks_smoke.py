@@ -2,7 +2,6 @@
 
 import json
 import math
-import os
 import socket
 import subprocess
 import sys
@@ -12,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.brokers import find_mosquitto, uncovered_env
+from tests.support.brokers import uncovered_env
+from tests.support.requirements import require_mosquitto
 
 ROOT = Path(__file__).resolve().parents[2]
-REQUIRE_MOSQUITTO = os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1"
 SEQUENTIAL = 30
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -41,11 +40,7 @@ class QuickRun:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> QuickRun:
     """One small run of scenarios (a) and (b), shared by the tests that read its outputs."""
-    if find_mosquitto() is None:
-        message = "mosquitto is not installed (run `make test`, which installs it)"
-        if REQUIRE_MOSQUITTO:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_mosquitto()
     results = tmp_path_factory.mktemp("bench-results")
     done = run_bench(
         "--quick",
@@ -190,11 +185,7 @@ def test_refuses_to_run_without_mosquitto(tmp_path: Path) -> None:
 
 
 def test_refuses_a_port_that_is_in_use() -> None:
-    if find_mosquitto() is None:
-        message = "mosquitto is not installed: the port check comes after the binary check"
-        if REQUIRE_MOSQUITTO:
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_mosquitto()  # the port check comes after the binary check
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -227,8 +218,7 @@ def test_benchmarks_write_to_a_scratch_folder_unless_asked_to_update_the_results
 
 
 def test_the_journal_benchmark_runs_end_to_end_in_small(tmp_path: Path) -> None:
-    if find_mosquitto() is None:
-        pytest.skip("mosquitto is not installed (run `make test`, which installs it)")
+    require_mosquitto()
     report = tmp_path / "journal.md"
     sizes = ["--reps", "1", "--sequential", "5", "--calls", "50", "--inflight", "10"]
     sizes += ["--pending", "20", "--results", str(report)]

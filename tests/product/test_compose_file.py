@@ -22,7 +22,8 @@ import anyio
 import pytest
 import yaml
 
-from tests.support.brokers import find_mosquitto, free_port, wait_for_port
+from tests.support.brokers import free_port, wait_for_port
+from tests.support.requirements import require_mosquitto
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE = REPO / "docker-compose.yml"
@@ -144,12 +145,7 @@ def shipped_mosquitto(tmp_path: Path) -> Iterator[tuple[int, list[str]]]:
     Only what cannot work here changes: loopback and a free port instead of every
     interface on 1883, and a data directory the test may write.
     """
-    binary = find_mosquitto()
-    if binary is None:
-        message = "mosquitto is not installed (run `make test`, which installs it)"
-        if os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    binary = require_mosquitto()
     port = free_port()
     config = re.sub(
         r"^listener 1883\s*$",

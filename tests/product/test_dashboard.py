@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import http.client
 import json
-import os
 import re
 import signal
 import socket
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import anyio.to_thread
 import pytest
 
@@ -56,13 +56,11 @@ from tests.support.cli import (
 from tests.support.clients import manager_for, messager_for
 from tests.support.media_tools import HTML
 from tests.support.observations import EXCHANGES, observation
+from tests.support.oidc import OidcClient, client_token, oidc_provider
 from tests.support.processes import ROOT, TEST_TOOLS, ToolProcess
+from tests.support.requirements import require
 
 pytestmark = pytest.mark.anyio
-
-REQUIRE_BROWSER = (
-    os.environ.get("CI") == "true" or os.environ.get("ARGENTIC_TOOLS_REQUIRE_BROWSER") == "1"
-)
 
 PAGE_TIMEOUT = 10.0
 """Bound on the page showing a change (it takes milliseconds; CI machines are slow)."""
@@ -79,10 +77,8 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 async def browser(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Browser]:
     binary = find_chromium()
-    if binary is None:
-        if REQUIRE_BROWSER:
-            pytest.fail("chromium is not installed, and CI requires it", pytrace=False)
-        pytest.skip("chromium is not installed (`make test` installs it when it can)")
+    require("chromium", binary is not None, "`make test` installs it when it can")
+    assert binary is not None
     async with Browser(binary, tmp_path_factory.mktemp("chromium")).running() as running:
         yield running
 
@@ -554,14 +550,7 @@ async def test_with_a_token_every_request_and_the_event_stream_need_it(
 ) -> None:
     args = ("dashboard", "--http", "127.0.0.1:0", "--token", "s3cret")
     async with cli_process(*args, *connection(mosquitto.url, prefix)) as process:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(TIMEOUT):
-            while b"\n" not in seen:
-                seen += await process.stderr.receive()
-        printed = re.search(rb"Dashboard on http://127\.0\.0\.1:(\d+)/\?token=s3cret", seen)
-        assert printed, seen
-        port = int(printed.group(1))
+        port = await printed_port(process, b"?token=s3cret")
 
         for path in ("/", "/api/state", "/api/events", "/static/dashboard.js"):
             status, headers, _ = await fetch(port, path)
@@ -1017,14 +1006,7 @@ async def test_a_dashboard_with_auth_keys_admits_the_gateways_api_keys(
     key = made.stdout.decode().strip()
     args = ("dashboard", "--http", "127.0.0.1:0", "--token", "s3cret", "--auth", "keys", str(keys))
     async with cli_process(*args, *connection(mosquitto.url, prefix)) as process:
-        assert process.stderr is not None
-        seen = b""
-        with anyio.fail_after(TIMEOUT):
-            while b"\n" not in seen:
-                seen += await process.stderr.receive()
-        printed = re.search(rb"Dashboard on http://127\.0\.0\.1:(\d+)/", seen)
-        assert printed, seen
-        port = int(printed.group(1))
+        port = await printed_port(process)
         refused, _, _ = await fetch(port, "/api/state", headers={"Authorization": "Bearer nope"})
         assert refused == 401
         status, _, body = await fetch(
@@ -1034,3 +1016,43 @@ async def test_a_dashboard_with_auth_keys_admits_the_gateways_api_keys(
         process.send_signal(signal.SIGTERM)
         with anyio.fail_after(TIMEOUT):
             assert await process.wait() == 0
+
+
+async def printed_port(process: anyio.abc.Process, then: bytes = b"") -> int:
+    """The port of the address a ``dashboard`` process printed on its first line.
+
+    ``then``: what the address must go on with after its ``/`` (its ``?token=``).
+    """
+    assert process.stderr is not None
+    seen = b""
+    with anyio.fail_after(TIMEOUT):
+        while b"\n" not in seen:
+            seen += await process.stderr.receive()
+    printed = re.search(rb"Dashboard on http://127\.0\.0\.1:(\d+)/" + re.escape(then), seen)
+    assert printed, seen
+    return int(printed.group(1))
+
+
+async def test_a_dashboard_with_auth_oauth_admits_the_issuers_tokens_for_its_audience(
+    mosquitto: Mosquitto, prefix: str
+) -> None:
+    """--auth oauth: a real OpenID provider's JWTs for --audience open it, others do not."""
+    audience = "https://dashboard.example/"
+    ops = OidcClient("ops-bot", "ops-secret", "ops")
+    async with oidc_provider(audience, "ops", [ops]) as issuer:
+        token = await client_token(issuer, ops)
+        elsewhere = await client_token(issuer, ops, resource="https://elsewhere.example/")
+        args = ["dashboard", "--http", "127.0.0.1:0", "--token", "s3cret", "--auth", "oauth"]
+        args += ["--issuer", issuer, "--audience", audience]
+        async with cli_process(*args, *connection(mosquitto.url, prefix)) as process:
+            port = await printed_port(process)
+            for refused in ("nope", elsewhere):  # not a JWT; the issuer's, for another audience
+                bearer = {"Authorization": f"Bearer {refused}"}
+                status, headers, _ = await fetch(port, "/api/state", headers=bearer)
+                assert status == 401 and headers["www-authenticate"].startswith("Bearer")
+            bearer = {"Authorization": f"Bearer {token}"}
+            status, _, body = await fetch(port, "/api/state", headers=bearer)
+            assert status == 200 and "counters" in json.loads(body)
+            process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(TIMEOUT):
+                assert await process.wait() == 0

@@ -126,11 +126,24 @@ async def team(
 
 @contextlib.asynccontextmanager
 async def connected(
-    url: str, token: str | None, mode: str, **options: Any
+    url: str,
+    token: str | None,
+    mode: str,
+    responses: list[httpx2.Response] | None = None,
+    **options: Any,
 ) -> AsyncIterator[Client]:
-    """The MCP SDK's client on ``url``, sending ``token`` as its bearer token."""
+    """The MCP SDK's client on ``url``, sending ``token`` as its bearer token.
+
+    ``responses`` collects the gateway's HTTP answers (the SDK reports any HTTP error as
+    the same ``MCPError``; the status and challenge say which refusal it was).
+    """
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    async with httpx2.AsyncClient(headers=headers) as http:
+
+    async def keep(response: httpx2.Response) -> None:
+        if responses is not None:
+            responses.append(response)
+
+    async with httpx2.AsyncClient(headers=headers, event_hooks={"response": [keep]}) as http:
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode=mode, **options) as client:
             yield client
@@ -172,7 +185,7 @@ def leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-def challenge(response: httpx.Response) -> dict[str, str]:
+def challenge(response: httpx.Response | httpx2.Response) -> dict[str, str]:
     """The parameters of a ``WWW-Authenticate: Bearer ...`` header."""
     value = response.headers["www-authenticate"]
     assert value.startswith("Bearer")
@@ -521,8 +534,9 @@ async def test_api_keys_work_and_a_revoked_key_is_refused_at_once(
         assert missing.status_code == 401
         assert "resource_metadata" not in challenge(missing)  # keys: no server to discover
         assert (await initialize(url, "atk_made-up")).status_code == 401
+        answers: list[httpx2.Response] = []
         with anyio.fail_after(30):
-            async with connected(url, made["ci-bot"], "legacy") as client:
+            async with connected(url, made["ci-bot"], "legacy", answers) as client:
                 assert sorted(t.name for t in (await client.list_tools()).tools) == [
                     "echo",
                     "whoami",
@@ -535,8 +549,13 @@ async def test_api_keys_work_and_a_revoked_key_is_refused_at_once(
                     "\n".join(block for block in stored.split("\n\n") if "ci-other" in block),
                     encoding="utf-8",
                 )
-                with pytest.raises(MCPError):
+                answers.clear()
+                with pytest.raises(MCPError) as refused:
                     await client.call_tool("echo", {"message": "again"})
+                # Refused by the gateway for its token, not failed in the tool or the bus.
+                assert refused.value.error.message == "Server returned an error response"
+                assert [answer.status_code for answer in answers] == [401]
+                assert challenge(answers[0])["error"] == "invalid_token"
         assert (await initialize(url, made["ci-bot"])).status_code == 401
         assert (await initialize(url, made["ci-other"])).status_code == 200
         with anyio.fail_after(15):

@@ -220,8 +220,8 @@ async def test_a_server_declaring_list_changed_is_listed_again_on_its_notificati
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Were it polled, it would be listed again and again between the calls below.
-    monkeypatch.setattr(bridge_module, "POLL_SECONDS", 0.001, raising=False)
-    monkeypatch.setattr(bridge_module, "WATCH_SECONDS", 0.001, raising=False)  # the old name
+    # (No raising=False: were the setting renamed, this would patch nothing and pass.)
+    monkeypatch.setattr(bridge_module, "POLL_SECONDS", 0.001)
     starts, lists = tmp_path / "starts", tmp_path / "lists"
     async with bridged(mosquitto, prefix, starts, "--list-changed", "--lists", str(lists)):
         await assert_good_tools_answer(manager)

@@ -305,19 +305,32 @@ async def test_pydantic_ai_toolset_with_tasks_preferred_gets_the_tasks_result(
     served: str, tmp_path: Path
 ) -> None:
     """PydanticAI's MCP toolset (FastMCP 4's client, with ``fastmcp-tasks``) drives a task."""
+    import httpx2
     from pydantic_ai.mcp import MCPToolset
 
-    toolset: Any = MCPToolset(served, prefer_tasks=True)
-    async with toolset:
+    sent: list[str] = []  # the JSON-RPC methods the toolset's client sent, in order
+
+    async def note(request: httpx2.Request) -> None:
+        if request.method == "POST":
+            sent.append(json.loads(request.content).get("method", "(a response)"))
+
+    http = httpx2.AsyncClient(event_hooks={"request": [note]}, timeout=WAIT)
+    toolset: Any = MCPToolset(served, prefer_tasks=True, http_client=http)
+    async with http, toolset:
         # An ordinary call of a long-running tool: the gateway answers with a task, which
         # the client polls to its result.
+        sent.clear()
         value = await toolset.direct_call_tool(
             "crunch", {"seconds": 0.5, "label": "agent", "directory": str(tmp_path)}
         )
         assert value == "agent: crunched for 0.5 s"
+        # It was a task: the client polled the task the call became, not only the call.
+        assert sent[0] == "tools/call" and "tasks/get" in sent, sent
         # The task path asked for explicitly (as prefer_tasks does on FastMCP 3).
+        sent.clear()
         tasked = await toolset.direct_call_tool(
             "crunch", {"seconds": 0.3, "label": "tasked"}, use_task=True
         )
         assert tasked == "tasked: crunched for 0.3 s"
+        assert sent[0] == "tools/call" and "tasks/get" in sent, sent
     assert (tmp_path / "agent.runs").read_text() == "run\n"

@@ -1,7 +1,10 @@
 """The one public namespace: exactly these names, nothing else public."""
 
+import inspect
+import sys
 import types
 import typing
+from importlib import metadata
 from pathlib import Path
 
 import argentic_tools
@@ -132,9 +135,38 @@ def test_nothing_public_leaks_besides_all() -> None:
     assert leaked == set(PUBLIC_NAMES) - {"__version__"}
 
 
+TYPE_ALIASES = {
+    "BatchProgressCallback",
+    "ContentBlock",
+    "ElicitHandler",
+    "ExportFormat",
+    "LogHandler",
+    "ProgressCallback",
+    "RootsHandler",
+    "SampleHandler",
+    "ToolResult",
+}
+"""Public names that are type annotations, not classes or functions."""
+
+
 def test_every_public_name_is_importable() -> None:
+    """Each name imports as what it names, not as an alias of something else or a stub."""
     for name in PUBLIC_NAMES:
-        assert getattr(argentic_tools, name) is not None, name
+        namespace: dict[str, object] = {}
+        exec(f"from argentic_tools import {name}", namespace)  # the names listed above
+        value = namespace[name]
+        if name == "__version__":
+            assert value == metadata.version("argentic-tools")
+        elif name == "PROTOCOL_VERSION":
+            assert isinstance(value, int) and value >= 1
+        elif name in TYPE_ALIASES:
+            assert typing.get_origin(value) is not None, name
+        else:
+            assert inspect.isclass(value) or inspect.isfunction(value), name
+            # Defined under that name inside the library, and imported from there.
+            assert value.__name__ == name, (name, value)
+            assert value.__module__.startswith("argentic_tools."), (name, value.__module__)
+            assert getattr(sys.modules[value.__module__], name) is value, name
 
 
 def test_export_formats_are_a_literal_type() -> None:

@@ -11,7 +11,6 @@ message goes first, an allowed marker second, and the marker must be the first a
 only message to arrive.
 """
 
-import os
 import shlex
 import shutil
 import subprocess
@@ -26,8 +25,9 @@ import anyio
 import pytest
 
 from argentic_tools import Messager, TaskResultMessage, ToolManager
-from tests.support.brokers import find_mosquitto, free_port, uncovered_env
+from tests.support.brokers import free_port, uncovered_env
 from tests.support.clients import CONFIRM
+from tests.support.requirements import require_mosquitto
 from tests.support.secure_broker import (
     ACL,
     CALLS,
@@ -95,12 +95,7 @@ def tenant_broker(tmp_path: Path) -> Iterator[SecureBroker]:
 
 @contextmanager
 def running_secure_broker(tmp_path: Path, acl: Path) -> Iterator[SecureBroker]:
-    binary = find_mosquitto()
-    if binary is None:
-        message = "mosquitto is not installed (run `make test`, which installs it)"
-        if os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    binary = require_mosquitto()
     password_file = tmp_path / "passwd"
     write_password_file(password_file)
     port = free_port()

@@ -34,6 +34,7 @@ import yaml
 
 from argentic_tools import Messager, TaskResultMessage, ToolManager
 from tests.support.brokers import find_mosquitto, free_port, uncovered_env
+from tests.support.requirements import require_mosquitto
 from tests.support.secure_broker import CALLS, derive_config, stop_process, wait_until_listening
 
 pytestmark = pytest.mark.anyio
@@ -105,11 +106,7 @@ def broker_argv(command: list[str], paths: dict[str, str]) -> list[str]:
 
 @pytest.fixture
 def stack() -> Iterator[Stack]:
-    if find_mosquitto() is None:
-        message = "mosquitto is not installed (run `make test`, which installs it)"
-        if os.environ.get("ARGENTIC_TOOLS_REQUIRE_MOSQUITTO") == "1":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+    require_mosquitto()
     env = new_env()
     services = interpolate(yaml.safe_load(SECURE_COMPOSE.read_text())["services"], env)
     as_root = os.geteuid() == 0

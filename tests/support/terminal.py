@@ -6,7 +6,6 @@ pane; the tests type keys into it and read its screen.
 
 import contextlib
 import shlex
-import shutil
 import subprocess
 import tempfile
 import uuid
@@ -20,11 +19,9 @@ from tests.support.brokers import child_env
 
 from .processes import ROOT
 
-needs_tmux = pytest.mark.skipif(
-    shutil.which("tmux") is None,
-    reason="tmux is not installed: the command line's interactive parts are tested on a tmux "
-    "terminal",
-)
+needs_tmux = pytest.mark.usefixtures("tmux_installed")
+"""The command line's interactive parts are tested on a tmux terminal (``make test``
+installs tmux; without it the test is skipped, or fails in CI: tests/support/requirements)."""
 
 
 class Tmux:

@@ -1,8 +1,10 @@
 """The call journal's file: what it keeps, in what order, within what bounds."""
 
+import dataclasses
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 
 from argentic_tools import JournaledCall, SqliteJournal
@@ -74,6 +76,31 @@ async def test_ended_calls_are_trimmed_by_count_and_age_but_running_ones_never(
     assert "c5" in kept and "trigger" in kept
     assert len([c for c in kept if c.startswith("c") and c != "c5"]) == 3
     await journal.close()
+
+
+async def test_ended_calls_past_max_age_are_deleted_and_running_ones_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sqlite_journal, "TRIM_INTERVAL_SECONDS", 0.0)  # trim on each write
+    hour = 3600.0
+    now = time.time()
+
+    def ended(task_id: str, ago: float) -> JournaledCall:
+        old = call(task_id, started=now - ago - 1)
+        return dataclasses.replace(old, status="success", result={}, ended_at=now - ago)
+
+    journal = SqliteJournal(tmp_path / "calls.journal", max_age_seconds=hour)
+    with anyio.fail_after(10):
+        await journal.open()
+        await journal.begin(ended("two-hours-ago", 2 * hour))
+        await journal.begin(ended("half-an-hour-ago", hour / 2))
+        await journal.begin(call("running-for-two-hours", started=now - 2 * hour))
+        await journal.begin(call("just-begun"))
+        journal.ended("just-begun", "success", "{}")
+        await journal.begin(call("trigger"))  # the trim runs with these writes
+        kept = {c.task_id for c in await journal.calls(limit=100)}
+        await journal.close()
+    assert kept == {"half-an-hour-ago", "running-for-two-hours", "just-begun", "trigger"}
 
 
 async def test_writing_before_open_is_refused(tmp_path: Path) -> None:
