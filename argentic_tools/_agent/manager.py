@@ -47,7 +47,7 @@ from .calls.batch import run_batch
 from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.fleet_changes import apply_change
-from .calls.handlers import CallerHandlers, HandlerKeywords, handlers_of
+from .calls.handlers import NO_HANDLERS, CallerHandlers, HandlerKeywords, handlers_of
 from .calls.model_output import model_output
 from .calls.options import BatchKeywords, CallKeywords, CallOptions, call_field
 from .calls.pending import CallSpec
@@ -55,7 +55,6 @@ from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
 from .calls.streams import ToolStream
 from .fleet.exports import ExportFormat, export
 from .fleet.info import ToolInfo
-from .fleet.liveness import Liveness
 from .fleet.membership import Membership
 from .fleet.presence import Presence
 from .fleet.registry import (
@@ -77,6 +76,43 @@ logger = logging.getLogger("argentic_tools.manager")
 RECORDER_CLOSE_SECONDS = 5.0
 """How long closing a manager waits, by default, for its recorder to take the queued
 observations."""
+
+
+def _journal_for(
+    journal: "CallJournal | str | Path | None", messager: Messager
+) -> CallJournal | None:
+    """The journal ``ToolManager(journal=...)`` asks for: a path is a :class:`SqliteJournal`.
+
+    Raises:
+        ValueError: A journal without a stable client id, which a restarted caller needs.
+
+    """
+    if journal is None:
+        return None
+    if not messager.stable_id:
+        raise ValueError(
+            "ToolManager(journal=...) needs a stable client id (Messager(client_id=...)): "
+            "tools know a caller by it, and a restarted caller must be the same one"
+        )
+    return SqliteJournal(journal) if isinstance(journal, str | Path) else journal
+
+
+def _inbox_for(messager: Messager, tenant: bool, private_replies: bool) -> str | None:
+    """The manager's own topic level: its client id, its broker user (``tenant``), or None.
+
+    Raises:
+        ValueError: ``tenant`` without private replies or a user name that fits one level.
+
+    """
+    user = messager.username
+    if tenant and (not private_replies or user is None or inbox_level(user) is None):
+        raise ValueError(
+            "ToolManager(tenant=True) needs private replies and a broker user name that "
+            f"can be one topic level (user: {user!r})"
+        )
+    if not private_replies:
+        return None
+    return user if tenant else inbox_level(messager.client_id)
 
 
 class ToolManager(AsyncResource):
@@ -163,85 +199,68 @@ class ToolManager(AsyncResource):
         **handler_keywords: Unpack[HandlerKeywords],
     ) -> None:
         self.messager = messager
-        if journal is not None and not messager.stable_id:
-            raise ValueError(
-                "ToolManager(journal=...) needs a stable client id (Messager(client_id=...)): "
-                "tools know a caller by it, and a restarted caller must be the same one"
-            )
-        self.journal = SqliteJournal(journal) if isinstance(journal, str | Path) else journal
+        self.journal = _journal_for(journal, messager)
         """Where calls are kept until they end, to outlive this process (None: nowhere)."""
-        self.handlers = handlers_of(handler_keywords, handlers) or CallerHandlers()
-        """Handlers for every call's questions and log records, unless a call brings its own."""
-        user = messager.username
-        if tenant and (not private_replies or user is None or inbox_level(user) is None):
-            raise ValueError(
-                "ToolManager(tenant=True) needs private replies and a broker user name that "
-                f"can be one topic level (user: {user!r})"
-            )
         self.tenant = tenant
         """Whether tasks and results are keyed on the broker user (see ``tenant``)."""
-        if topics is not None:
-            register_topic, tool_call_topic_base = topics.register, topics.call_base
-            tool_response_topic_base, status_topic = topics.response_base, topics.status
-        self.register_topic = register_topic
-        self.tool_call_topic_base = tool_call_topic_base
-        self.tool_response_topic_base = tool_response_topic_base
-        self.status_topic = status_topic
-        self.topics = Topics(
+        self.inbox = _inbox_for(messager, tenant, private_replies)
+        """This manager's own topic level (its client id, or its broker user name with
+        ``tenant``), or None without private replies."""
+        self.topics = topics or Topics(
             register_topic, tool_call_topic_base, tool_response_topic_base, status_topic
         )
+        self.register_topic = self.topics.register
+        self.tool_call_topic_base = self.topics.call_base
+        self.tool_response_topic_base = self.topics.response_base
+        self.status_topic = self.topics.status
         self.default_timeout = default_timeout
         self.policy: ToolPolicy = policy or AllToolsEnabled()
         self.log_level = parse_log_level(log_level)
         self.logger = InstanceLogger(logger, self.log_level, {"client_id": messager.client_id})
+        self.recorder_close_timeout = recorder_close_timeout
+        self.metrics_port = metrics_port
+        self._gc_freeze = gc_freeze
+        # The collaborators, each built with what it reads; the ties between them are the
+        # arguments below, in the order they are made.
         self._registry = ToolRegistry(max_tools, max_tools_per_client, name_owners)
         self.tools_by_id: dict[str, dict[str, Any]] = self._registry.tools_by_id
         self.tools_by_name: dict[str, dict[str, Any]] = self._registry.tools_by_name
-        self.inbox = (
-            (user if tenant else inbox_level(messager.client_id)) if private_replies else None
-        )
-        """This manager's own topic level (its client id, or its broker user name with
-        ``tenant``), or None without private replies."""
+        # Tasks (and pings) from a tenant go out on its own call level.
+        user = messager.username
         call_topic = (
             functools.partial(self.topics.call_from, sender=user)
             if tenant and user is not None
             else None
         )
-        self._gc_freeze = gc_freeze
         self._calls = CallBook(self._registry, messager.client_id)
         self._settling = Settling(messager, self._registry)
         self._drops = DropLog(self.logger)
         self._background = TaskSet(self.logger, f"manager:{messager.client_id}")
-        self._liveness = Liveness(
-            self._registry,
-            messager,
-            self.topics,
-            self.inbox,
-            self.logger,
-            self._background,
-            call_topic=call_topic,
-            retire=lambda entry: self._membership.retire(entry),
-        )
+        reply_topic = None if self.inbox is None else self._reply_topic
         self._delivery = Delivery(
             messager,
             self.topics,
             self._registry,
             self.logger,
             self._background,
-            None if self.inbox is None else self._reply_topic,
+            reply_topic,
             call_topic,
+        )
+        calls_in_flight = functools.partial(
+            apply_change, calls=self._calls, delivery=self._delivery, logger=self.logger
         )
         self._membership = Membership(
             self._registry,
-            lambda change: apply_change(change, self._calls, self._delivery, self.logger),
+            calls_in_flight,
             messager,
             self.topics,
             self.logger,
             self._drops,
             self._background,
-            self._liveness,
             self.inbox,
+            call_topic,
         )
+        self._liveness = self._membership.liveness
         self._presence = Presence(
             self._registry,
             self._liveness,
@@ -256,13 +275,11 @@ class ToolManager(AsyncResource):
             self._delivery,
             self._settling,
             self._pump,
-            lambda: self._initialised,
+            handlers_of(handler_keywords, handlers) or NO_HANDLERS,
             self._liveness,
             self.journal,
         )
-        self._reattacher = self._runner.reattacher(lambda: self.handlers)
-        self.recorder_close_timeout = recorder_close_timeout
-        self._initialised = False
+        self._reattacher = self._runner.reattacher()
         self._fleet = (
             None
             if self.inbox is None
@@ -274,7 +291,6 @@ class ToolManager(AsyncResource):
                 self.inbox,
             )
         )
-        self.metrics_port = metrics_port
         self._responses = Responses(
             self.topics,
             messager.max_payload_bytes,
@@ -287,6 +303,18 @@ class ToolManager(AsyncResource):
         )
 
     # -- lifecycle ------------------------------------------------------------
+
+    @property
+    def handlers(self) -> CallerHandlers:
+        """Handlers for every call's questions and log records, unless a call brings its own.
+
+        Reattached calls (from the journal) answer with these too.
+        """
+        return self._runner.handlers
+
+    @handlers.setter
+    def handlers(self, handlers: CallerHandlers) -> None:
+        self._runner.handlers = handlers
 
     async def _open_resource(self) -> None:
         await self.async_init()
@@ -306,9 +334,9 @@ class ToolManager(AsyncResource):
             RuntimeError: Called twice.
 
         """
-        if self._initialised:
+        if self._calls.open:
             raise RuntimeError("this ToolManager is already initialised")
-        self._initialised = True
+        self._calls.open = True
         if self.metrics_port is not None:
             self.metrics_port = start_metrics_server(self.metrics_port)
         try:
@@ -331,14 +359,14 @@ class ToolManager(AsyncResource):
             # Leave nothing attached: a failed start is as if it never happened.
             with anyio.CancelScope(shield=True):
                 await self._detach()
-            self._initialised = False
+            self._calls.open = False
             raise
 
     async def aclose(self) -> None:
         """Stop listening; pending calls end with an error saying the manager closed."""
-        if not self._initialised:
+        if not self._calls.open:
             return
-        self._initialised = False
+        self._calls.open = False
         # Calls that reached their tools: tell each tool to stop, before the connection
         # can close under the cancellations (with a journal, they go on for the next one).
         for call in self._calls.pending.values():

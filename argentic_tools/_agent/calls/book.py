@@ -50,6 +50,9 @@ class CallBook:
     ) -> None:
         self.registry = registry
         self.source = source
+        self.open = False
+        """Whether the manager takes calls: from its start to its close (a closed one sends
+        no cancellations, and its journaled calls stay for the next)."""
         self.pending: dict[str, Pending] = {}
         self._finished: OrderedDict[str, None] = OrderedDict()
         # Calls sent on a connection before ``_lost_epoch``, by tool id, not yet re-sent.

@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -69,7 +68,8 @@ class CallRunner:
         settling: Knows when the registry may still be filling (a call to a name not
             registered yet then waits for it).
         pump: Takes one observation per call (None: nobody records).
-        is_open: Whether the manager is still open (a closed one sends no cancellation).
+        handlers: The manager's handlers, for every call that lacks its own and for the
+            calls picked up from the journal (:attr:`handlers`).
         liveness: Told about calls that went unanswered past their deadline.
         journal: Keeps each call from before its task is published until it ends (None:
             calls live in memory only).
@@ -82,7 +82,7 @@ class CallRunner:
         delivery: Delivery,
         settling: Settling,
         pump: ObservationPump | None,
-        is_open: Callable[[], bool],
+        handlers: CallerHandlers,
         liveness: Liveness | None = None,
         journal: CallJournal | None = None,
     ) -> None:
@@ -94,7 +94,8 @@ class CallRunner:
         self._settling = settling
         self._source = calls.source
         self._pump = pump
-        self._is_open = is_open
+        self.handlers = handlers
+        """The manager's handlers (its ``handlers``): every call's, unless it brings its own."""
 
     async def run(self, spec: CallSpec, policy: ToolPolicy) -> ToolResult:
         """Check, send and await one call, in its span; always returns its one result."""
@@ -172,7 +173,7 @@ class CallRunner:
                     # would log "Future exception was never retrieved").
                     if not call.future.cancel() and not call.future.cancelled():
                         call.future.exception()  # ended already: its outcome is seen
-                    if call.published and self._is_open():
+                    if call.published and self._calls.open:
                         ticket = self._delivery.cancel_at_tool(call, "cancelled by the caller")
                         if spec.batch is None:
                             with anyio.CancelScope(shield=True):
@@ -212,19 +213,14 @@ class CallRunner:
             raise
         return self._ended(spec, span, started, result, _exchanges(call))
 
-    def reattacher(self, handlers: Callable[[], CallerHandlers]) -> Reattacher | None:
+    def reattacher(self) -> Reattacher | None:
         """What picks up the journal's calls at start (None without a journal).
 
-        ``handlers``: the manager's default handlers, which reattached calls answer with.
+        Reattached calls answer their tools' questions with :attr:`handlers`.
         """
         if self._journal is None:
             return None
-        return Reattacher(
-            self._journal,
-            self._calls.registry,
-            self._source,
-            lambda call, left: self.resume(call, left, handlers()),
-        )
+        return Reattacher(self._journal, self._calls.registry, self._source, self.resume)
 
     def noted(self, message: ToolProgressMessage | ToolAskMessage) -> None:
         """Keep a journaled call's latest progress report, or the question it waits on."""
@@ -249,13 +245,11 @@ class CallRunner:
         """
         if self._journal is None or not call.journaled:
             return
-        if call.published and not self._is_open():
+        if call.published and not self._calls.open:
             return
         self._journal.ended(call.task_id, result.status.value, dumped(result))
 
-    async def resume(
-        self, previous: JournaledCall, remaining: float | None, handlers: CallerHandlers
-    ) -> ToolResult:
+    async def resume(self, previous: JournaledCall, remaining: float | None) -> ToolResult:
         """Wait again for a call a previous manager made (see :mod:`.reattach`).
 
         Its task goes out again under its own id, to the instance that took it (the
@@ -270,7 +264,7 @@ class CallRunner:
             remaining,
             previous.call_id,
             context_of(previous),
-            handlers=handlers if handlers.any else None,
+            handlers=self.handlers if self.handlers.any else None,
         )
         span = call_span(spec.name, spec.call_id, server=False)
         spec.traceparent, spec.tracestate = traceparent_of(span)

@@ -102,8 +102,10 @@ class Membership:
         logger: The manager's logger.
         drops: Where rejected messages are logged (rate-limited).
         tasks: Owns the publishes this starts (the manager cancels them on close).
-        liveness: Told when a tool instance shows it is alive.
-        inbox: The manager's own level, where tools answer its announcements.
+        inbox: The manager's own level, where tools answer its announcements (and
+            their pings).
+        call_topic: Where the manager's pings go (``{call_base}/{tool_id}``, or the
+            tenant's own level; see :class:`Liveness`).
 
     """
 
@@ -116,11 +118,15 @@ class Membership:
         logger: InstanceLogger,
         drops: DropLog,
         tasks: TaskSet,
-        liveness: Liveness | None = None,
         inbox: str | None = None,
+        call_topic: Callable[[str], str] | None = None,
     ) -> None:
         self.registry = registry
-        self.liveness = liveness
+        self.liveness = Liveness(
+            registry, messager, topics, inbox, logger, tasks, call_topic, retire=self.retire
+        )
+        """Which instances answer: told of each sign of life, asked before a takeover,
+        and retiring (through :meth:`retire`) instances silent to every ping."""
         self.inbox = inbox
         self._on_change = on_change
         self.messager = messager
@@ -299,8 +305,7 @@ class Membership:
             return
         for old in replaced:
             self._announce_removal(old.info, "replaced")
-        if self.liveness is not None:
-            self.liveness.alive(entry.info.id, entry.info.source)
+        self.liveness.alive(entry.info.id, entry.info.source)
         info = entry.info
         if is_new:
             self.logger.info("registered tool %r as %s (from %s)", info.name, info.id, info.source)
@@ -366,7 +371,7 @@ class Membership:
         The latest claim on an id is the one admitted if the holder is silent; one
         ping per holder, however many claims come meanwhile.
         """
-        if self.liveness is None or not self.liveness.can_ping(holder) or reg.tool_id is None:
+        if not self.liveness.can_ping(holder) or reg.tool_id is None:
             return False
         previous = self._claims.get(reg.tool_id)
         self._claims[reg.tool_id] = _Claim(holder, reg, owner)
@@ -375,7 +380,6 @@ class Membership:
         return True
 
     async def _check_holder(self, tool_id: str, holder: Entry) -> None:
-        assert self.liveness is not None
         connection = self.messager.connections
         try:
             answered = await self.liveness.answers(holder, HOLDER_PING_SECONDS)
