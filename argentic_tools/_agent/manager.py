@@ -48,7 +48,6 @@ from .calls.book import CallBook
 from .calls.delivery import Delivery
 from .calls.fleet_changes import apply_change
 from .calls.handlers import NO_HANDLERS, CallerHandlers, HandlerKeywords, handlers_of
-from .calls.model_output import model_output
 from .calls.options import BatchKeywords, CallKeywords, CallOptions, call_field
 from .calls.pending import CallSpec
 from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
@@ -56,6 +55,7 @@ from .calls.streams import ToolStream
 from .fleet.exports import ExportFormat, export
 from .fleet.info import ToolInfo
 from .fleet.membership import Membership
+from .fleet.model_output import model_output
 from .fleet.presence import Presence
 from .fleet.registry import (
     DEFAULT_MAX_TOOLS,

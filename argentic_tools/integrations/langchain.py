@@ -62,9 +62,9 @@ from langgraph.types import interrupt
 from pydantic import ConfigDict
 
 from .._agent.calls.handlers import CallerHandlers, CallRef, LogHandler
-from .._agent.calls.model_output import model_output
 from .._agent.fleet.exports import provider_name
 from .._agent.fleet.info import ToolInfo
+from .._agent.fleet.model_output import model_output
 from .._agent.manager import ToolManager
 from .._protocol.content import (
     Audio,

@@ -67,9 +67,9 @@ from pydantic import BaseModel, ConfigDict
 from workflows.runtime.types.results import WaitingForEvent
 
 from .._agent.calls.handlers import CallerHandlers, CallRef, LogHandler
-from .._agent.calls.model_output import model_output
 from .._agent.fleet.exports import provider_name
 from .._agent.fleet.info import ToolInfo
+from .._agent.fleet.model_output import model_output
 from .._agent.manager import ToolManager
 from .._protocol.content import (
     Audio,

@@ -52,7 +52,7 @@ from agents.tool_context import ToolContext
 from agents.tracing import custom_span, get_current_span, get_current_trace
 from agents.tracing.traces import NoOpTrace
 
-from .._agent.calls.model_output import OPENAI_IMAGE_TYPES
+from .._agent.fleet.model_output import OPENAI_IMAGE_TYPES
 from .._agent.manager import ToolManager
 from .._protocol.content import BLOCK_TYPES, EmbeddedResource, Image, Text, plain
 from ._shared import (

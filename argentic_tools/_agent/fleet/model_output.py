@@ -29,7 +29,7 @@ from typing import Any
 
 from ..._protocol.content import ContentBlock, Image, plain, renders
 from ..._protocol.messages import TaskErrorMessage, ToolResult
-from ..fleet.exports import EXPORT_FORMATS
+from .exports import EXPORT_FORMATS
 
 ANTHROPIC_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 """The image types Anthropic's API accepts in a ``tool_result``."""

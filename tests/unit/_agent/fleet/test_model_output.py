@@ -13,7 +13,7 @@ from argentic_tools import (
     TaskResultMessage,
     Text,
 )
-from argentic_tools._agent.calls.model_output import model_output
+from argentic_tools._agent.fleet.model_output import model_output
 from argentic_tools._protocol.content import ContentBlock, rendered
 
 PNG = b"\x89PNG\r\n\x1a\n"
