@@ -72,6 +72,12 @@ ensure_package() { # NAME@VERSION (exact)
   echo "$prefix"
 }
 
+# One install at a time: two test workers asking for the same package at once would both
+# install into one prefix and leave a half-written copy stamped as done.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9
+
 case ${1:-} in
   node) ensure_node ;;
   package)
