@@ -5,7 +5,7 @@ in the agent's process discovers them and calls them with deadlines, typed
 errors and Last-Will liveness.
 """
 
-from ._agent.calls.handlers import (
+from ._agent.calls.participation.handlers import (
     CallerHandlers,
     CallRef,
     ElicitHandler,
@@ -14,9 +14,9 @@ from ._agent.calls.handlers import (
     RootsHandler,
     SampleHandler,
 )
-from ._agent.calls.options import BatchKeywords, CallKeywords
-from ._agent.calls.progress import BatchProgressCallback, ProgressCallback
-from ._agent.calls.streams import ToolStream
+from ._agent.calls.pending.progress import BatchProgressCallback, ProgressCallback
+from ._agent.calls.results.streams import ToolStream
+from ._agent.calls.settings.options import BatchKeywords, CallKeywords
 from ._agent.fleet.exports import ExportFormat
 from ._agent.fleet.info import ToolInfo
 from ._agent.manager import ToolManager

@@ -24,7 +24,7 @@ MAX_AGENT_CHAIN = 6
 
 
 def module_name(path: Path) -> str:
-    """``argentic_tools/_agent/calls/book.py`` -> ``argentic_tools._agent.calls.book``."""
+    """``argentic_tools/_agent/manager.py`` -> ``argentic_tools._agent.manager``."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()

@@ -43,15 +43,15 @@ from .._protocol.topics import (
 )
 from .._telemetry import start_metrics_server
 from .._transport import Messager
-from .calls.batch import run_batch
-from .calls.book import CallBook
-from .calls.delivery import Delivery
-from .calls.fleet_changes import apply_change
-from .calls.handlers import NO_HANDLERS, CallerHandlers, HandlerKeywords, handlers_of
-from .calls.options import BatchKeywords, CallKeywords, CallOptions, call_field
-from .calls.pending import CallSpec
-from .calls.runner import CANCEL_SEND_SECONDS, CallRunner
-from .calls.streams import ToolStream
+from .calls.batches.batch import run_batch
+from .calls.participation.handlers import NO_HANDLERS, CallerHandlers, HandlerKeywords, handlers_of
+from .calls.pending.pending import CallSpec
+from .calls.results.streams import ToolStream
+from .calls.running.book import CallBook
+from .calls.running.delivery import Delivery
+from .calls.running.fleet_changes import apply_change
+from .calls.running.runner import CANCEL_SEND_SECONDS, CallRunner
+from .calls.settings.options import BatchKeywords, CallKeywords, CallOptions, call_field
 from .fleet.exports import ExportFormat, export
 from .fleet.info import ToolInfo
 from .fleet.membership import Membership

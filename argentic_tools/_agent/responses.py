@@ -1,7 +1,7 @@
 """What arrives on a manager's response topics, routed: :class:`Responses`.
 
 Results, progress reports, chunks, a tool's questions and log records go to the call
-that made them (:class:`~.calls.book.CallBook`); pongs and stats answers to the fleet
+that made them (:class:`~.calls.running.book.CallBook`); pongs and stats answers to the fleet
 (its liveness, and ``fleet_stats``). Every message
 is a sign of life of the tool instance whose topic it came on. Malformed messages, and
 messages on the wrong tool's topic, are logged (rate-limited) and dropped.
@@ -23,7 +23,7 @@ from .._protocol.parsing import parse_message
 from .._protocol.participation import ToolAskMessage, ToolLogMessage
 from .._protocol.topics import Topics
 from .._transport import IncomingMessage
-from .calls.book import CallBook
+from .calls.running.book import CallBook
 
 
 class Responses:

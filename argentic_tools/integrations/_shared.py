@@ -18,15 +18,15 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .._agent.calls.handlers import (
+from .._agent.calls.participation.handlers import (
     NO_HANDLERS,
     CallerHandlers,
     CallRef,
     ElicitHandler,
     handlers_of,
 )
-from .._agent.calls.options import SharedKeywords, refuse_unknown
-from .._agent.calls.progress import ProgressCallback
+from .._agent.calls.pending.progress import ProgressCallback
+from .._agent.calls.settings.options import SharedKeywords, refuse_unknown
 from .._agent.fleet.exports import export
 from .._agent.fleet.info import ToolInfo
 from .._agent.manager import ToolManager

@@ -61,7 +61,7 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import interrupt
 from pydantic import ConfigDict
 
-from .._agent.calls.handlers import CallerHandlers, CallRef, LogHandler
+from .._agent.calls.participation.handlers import CallerHandlers, CallRef, LogHandler
 from .._agent.fleet.exports import provider_name
 from .._agent.fleet.info import ToolInfo
 from .._agent.fleet.model_output import model_output

@@ -66,7 +66,7 @@ from llama_index_instrumentation.dispatcher import active_instrument_tags
 from pydantic import BaseModel, ConfigDict
 from workflows.runtime.types.results import WaitingForEvent
 
-from .._agent.calls.handlers import CallerHandlers, CallRef, LogHandler
+from .._agent.calls.participation.handlers import CallerHandlers, CallRef, LogHandler
 from .._agent.fleet.exports import provider_name
 from .._agent.fleet.info import ToolInfo
 from .._agent.fleet.model_output import model_output

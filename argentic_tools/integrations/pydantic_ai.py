@@ -49,7 +49,7 @@ from pydantic_ai import (
 from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
-from .._agent.calls.handlers import CallerHandlers, CallRef
+from .._agent.calls.participation.handlers import CallerHandlers, CallRef
 from .._agent.manager import ToolManager
 from .._protocol.content import BLOCK_TYPES, Audio, EmbeddedResource, Image, Text, plain
 from .._protocol.participation import LogRecord

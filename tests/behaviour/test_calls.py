@@ -26,7 +26,8 @@ from argentic_tools import (
     parse_message,
     tool,
 )
-from argentic_tools._agent.calls import delivery, freezing
+from argentic_tools._agent.calls.batches import freezing
+from argentic_tools._agent.calls.running import delivery
 from argentic_tools._agent.fleet import settling
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_for, messager_for

@@ -19,7 +19,7 @@ from argentic_tools import (
     Topics,
     tool,
 )
-from argentic_tools._agent.calls import delivery
+from argentic_tools._agent.calls.running import delivery
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_for, messager_for
 from tests.support.observers import spy_on_calls

@@ -30,8 +30,8 @@ from argentic_tools import (
     Topics,
     tool,
 )
-from argentic_tools._agent.calls.progress import STREAM_GAP_SECONDS
-from argentic_tools._agent.calls.streams import STREAM_BUFFER_CHUNKS
+from argentic_tools._agent.calls.pending.progress import STREAM_GAP_SECONDS
+from argentic_tools._agent.calls.results.streams import STREAM_BUFFER_CHUNKS
 from argentic_tools._tools.hosting.watchdog import LoopWatchdog
 from tests.support import long_proc
 from tests.support.brokers import Mosquitto

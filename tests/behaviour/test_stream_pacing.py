@@ -22,8 +22,8 @@ from argentic_tools import (
     ToolManager,
     Topics,
 )
-from argentic_tools._agent.calls.progress import STREAM_WINDOW
-from argentic_tools._agent.calls.streams import STREAM_BUFFER_CHUNKS
+from argentic_tools._agent.calls.pending.progress import STREAM_WINDOW
+from argentic_tools._agent.calls.results.streams import STREAM_BUFFER_CHUNKS
 from tests.support.brokers import Mosquitto, running_mosquitto
 from tests.support.clients import manager_with_tools
 from tests.support.observers import spy_on_calls

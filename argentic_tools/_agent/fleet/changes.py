@@ -1,7 +1,7 @@
 """What a change in the fleet is, for the calls in flight: :data:`Change`.
 
 :class:`~.membership.Membership` decides; these say what its decision changed for the
-calls in flight, and :func:`~..calls.fleet_changes.apply_change` does it.
+calls in flight, and :func:`~..calls.running.fleet_changes.apply_change` does it.
 """
 
 from dataclasses import dataclass

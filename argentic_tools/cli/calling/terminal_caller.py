@@ -35,7 +35,7 @@ import anyio.to_thread
 from rich.console import Console
 from rich.text import Text
 
-from ..._agent.calls.handlers import CallRef
+from ..._agent.calls.participation.handlers import CallRef
 from ..._protocol.participation import (
     MCP_LOG_LEVELS,
     ElicitRequest,

@@ -44,8 +44,8 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..._agent.calls.handlers import CallerHandlers
-from ..._agent.calls.progress import ProgressCallback
+from ..._agent.calls.participation.handlers import CallerHandlers
+from ..._agent.calls.pending.progress import ProgressCallback
 from ..._agent.fleet.info import ToolInfo
 from ..._agent.manager import ToolManager
 from ..._protocol.messages import CallContext, TaskErrorMessage, ToolResult

@@ -34,7 +34,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import BaseModel
 
-from ..._agent.calls.handlers import CallerHandlers, CallRef
+from ..._agent.calls.participation.handlers import CallerHandlers, CallRef
 from ..._protocol.participation import (
     MCP_LOG_LEVELS,
     ElicitRequest,

@@ -54,7 +54,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from ..._agent.calls.handlers import CallerHandlers, CallRef
+from ..._agent.calls.participation.handlers import CallerHandlers, CallRef
 from ..._protocol.messages import TaskErrorMessage, ToolResult
 from ..._protocol.participation import ElicitRequest, LogRecord, McpLogLevel, SampleRequest
 from .asking import ELICIT, ROOTS, SAMPLE, at_least, input_request, key_hint, log_params, wire

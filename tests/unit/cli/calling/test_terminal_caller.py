@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from argentic_tools import ElicitRequest, LogRecord, SampleRequest
-from argentic_tools._agent.calls.handlers import CallRef
+from argentic_tools._agent.calls.participation.handlers import CallRef
 from argentic_tools.cli.calling.answer_form import DONE
 from argentic_tools.cli.calling.terminal_caller import (
     PERSON,
