@@ -6,7 +6,6 @@ import contextlib
 import functools
 import gc
 import hashlib
-import importlib
 import json
 import socket
 import sys
@@ -21,19 +20,13 @@ from ... import start_metrics_server
 from ..._errors import BrokerError
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, settle
 from ..options import Commands, add_command, add_env_argument, host_and_port, positive_seconds
+from .extra import mcp_module
 from .team import add_serve_arguments, audit_of, team_access
 
 
 def _load(module: str) -> ModuleType:
     """Import ``argentic_tools.mcp.<module>``, or say which extra is missing."""
-    try:
-        return importlib.import_module(f"argentic_tools.mcp.{module}")
-    except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("mcp", "mcp_types", "uvicorn"):
-            raise CliError(
-                "the MCP commands need the mcp extra: pip install 'argentic-tools[mcp]'"
-            ) from None
-        raise
+    return mcp_module(module, ("mcp", "mcp_types", "uvicorn"))
 
 
 DEFAULT_HTTP = "127.0.0.1:8000"
