@@ -205,6 +205,29 @@ async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int
     return EXIT_OK
 
 
+def add_config_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, verb: str
+) -> None:
+    """Add ``--config FILE`` and ``--server NAME`` (see :func:`server_from_config`).
+
+    Args:
+        parser: Where to add them.
+        verb: What the command does with the server, for the help (``which server of
+            --config to <verb>``).
+
+    """
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
+        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s)',
+    )
+    parser.add_argument(
+        "--server", default=None, metavar="NAME", help=f"which server of --config to {verb}"
+    )
+
+
 def add_serve_parser(commands: Commands) -> None:
     """``mcp serve``: its options, with the team's (``--auth``, ``--views``, ``--audit``)."""
     mcp_serve = add_command(
@@ -285,16 +308,7 @@ def add_bridge_parser(commands: Commands) -> None:
         "set a variable for the server (repeatable); it gets only HOME, PATH, SHELL"
         " and TERM from the bridge's environment",
     )
-    mcp_bridge.add_argument(
-        "--config",
-        default=None,
-        metavar="FILE",
-        help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
-        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s)',
-    )
-    mcp_bridge.add_argument(
-        "--server", default=None, metavar="NAME", help="which server of --config to bridge"
-    )
+    add_config_arguments(mcp_bridge, "bridge")
     mcp_bridge.add_argument(
         "--root",
         action="append",
