@@ -107,7 +107,7 @@ async def connected_client(server: McpServer) -> AsyncIterator[Any]:
             except Exception as exc:  # noqa: BLE001 - raised as it is, below
                 # Raised here, the SDK's task group would wrap it in an ExceptionGroup.
                 failure = exc
-    except (module.McpServerError, module.ServerNotFoundError) as exc:
+    except (module.McpServerError, _load("bridge.server_process").ServerNotFoundError) as exc:
         raise CliError(str(exc)) from None
     if failure is not None:
         raise failure
