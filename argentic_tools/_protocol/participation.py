@@ -17,9 +17,9 @@ call, and questions of concurrent calls, never cross. Peers that know none of th
 caller gets :class:`~argentic_tools.AskNotSupportedError` at once.
 """
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import BeforeValidator, ConfigDict, Field
 
 from .content import ContentBlock, parse_block
 from .messages import BaseMessage, WireModel
@@ -94,22 +94,25 @@ class ElicitResult(WireModel):
         return dict(self.content or {}) if self.accepted else {}
 
 
+def _text_or_blocks(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"type": "text", "text": value}
+    if isinstance(value, list):
+        return [parse_block(item) for item in value]
+    return value
+
+
+_Content = Annotated[ContentBlock | list[ContentBlock], BeforeValidator(_text_or_blocks)]
+"""A block or several; a plain string is read as a text block."""
+
+
 class SamplingMessage(WireModel):
     """One message of a conversation the tool asks the caller's model to continue."""
 
     role: Literal["user", "assistant"]
     """Who says it."""
-    content: ContentBlock | list[ContentBlock]
+    content: _Content
     """What is said: a text, image or audio block (or several)."""
-
-    @field_validator("content", mode="before")
-    @classmethod
-    def _text_or_blocks(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"type": "text", "text": value}
-        if isinstance(value, list):
-            return [parse_block(item) for item in value]
-        return value
 
 
 class SampleRequest(WireModel):
@@ -149,21 +152,12 @@ class SampleResult(WireModel):
 
     role: Literal["user", "assistant"] = "assistant"
     """Who says it (the model: ``assistant``)."""
-    content: ContentBlock | list[ContentBlock]
+    content: _Content
     """The completion: a text block usually."""
     model: str
     """The model that answered."""
     stop_reason: str | None = Field(default=None, alias="stopReason")
     """Why it stopped: ``endTurn``, ``stopSequence``, ``maxTokens`` or the provider's own."""
-
-    @field_validator("content", mode="before")
-    @classmethod
-    def _text_or_blocks(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {"type": "text", "text": value}
-        if isinstance(value, list):
-            return [parse_block(item) for item in value]
-        return value
 
     @property
     def text(self) -> str:

@@ -11,6 +11,7 @@ instance), ``argentic_tools.client.pending``; per connection
 """
 
 from opentelemetry import metrics
+from opentelemetry.metrics import Histogram
 
 _METER = metrics.get_meter("argentic_tools")
 """A proxy: instruments made now record into the provider the application installs later."""
@@ -25,14 +26,22 @@ below them, since a tool call over a local broker takes about a millisecond."""
 SIZE_BUCKETS = (64, 256, 1024, 4096, 16384, 65536, 262144, 1048576)
 """Bytes, up to the default 1 MiB payload limit."""
 
+
+def _seconds(name: str, description: str) -> Histogram:
+    """A histogram of durations in seconds, on :data:`DURATION_BUCKETS`."""
+    return _METER.create_histogram(
+        name,
+        unit="s",
+        description=description,
+        explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+    )
+
+
 _TOOL_CALLS = _METER.create_counter(
     "argentic_tools.tool.calls", unit="{call}", description="Calls a tool served, by outcome"
 )
-_TOOL_DURATION = _METER.create_histogram(
-    "argentic_tools.tool.duration",
-    unit="s",
-    description="Time from a task's receipt to its reply, at the tool",
-    explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+_TOOL_DURATION = _seconds(
+    "argentic_tools.tool.duration", "Time from a task's receipt to its reply, at the tool"
 )
 _TOOL_IN_FLIGHT = _METER.create_up_down_counter(
     "argentic_tools.tool.in_flight", unit="{call}", description="Calls a tool is serving"
@@ -46,17 +55,12 @@ _TOOL_PAYLOAD = _METER.create_histogram(
 _CLIENT_CALLS = _METER.create_counter(
     "argentic_tools.client.calls", unit="{call}", description="Calls a manager made, by outcome"
 )
-_CLIENT_DURATION = _METER.create_histogram(
-    "argentic_tools.client.duration",
-    unit="s",
-    description="Time from execute_tool to its result, at the caller",
-    explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+_CLIENT_DURATION = _seconds(
+    "argentic_tools.client.duration", "Time from execute_tool to its result, at the caller"
 )
-_QUEUE_WAIT = _METER.create_histogram(
+_QUEUE_WAIT = _seconds(
     "argentic_tools.client.queue_wait",
-    unit="s",
-    description="Time a call waited for a free slot at its tool instance (flow control)",
-    explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+    "Time a call waited for a free slot at its tool instance (flow control)",
 )
 _PENDING = _METER.create_up_down_counter(
     "argentic_tools.client.pending", unit="{call}", description="Calls waiting for a result"

@@ -113,7 +113,9 @@ def add_collect_arguments(parser: argparse.ArgumentParser) -> None:
     add_expect_argument(parser)
 
 
-def add_env_argument(parser: argparse.ArgumentParser, help_text: str) -> None:
+def add_env_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, help_text: str
+) -> None:
     """Add ``-e/--env KEY=VALUE`` (repeatable): variables for a process the command starts."""
     parser.add_argument(
         "-e", "--env", action="append", default=[], metavar="KEY=VALUE", help=help_text

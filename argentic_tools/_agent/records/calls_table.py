@@ -9,7 +9,7 @@ import json
 import sqlite3
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from .observations import Observation
 
@@ -102,18 +102,37 @@ def _columns(connection: sqlite3.Connection) -> set[str]:
     return {row[1] for row in connection.execute("PRAGMA table_info(calls)")}
 
 
-def read_calls(
-    path: Path,
-    *,
-    tool: str | None = None,
-    thread: str | None = None,
-    outcome: str | None = None,
-    since: float | datetime | None = None,
-    until: float | datetime | None = None,
-    limit: int | None = 100,
-    call: str | None = None,
-    user: str | None = None,
-) -> list[Observation]:
+class CallFilter(TypedDict, total=False):
+    """Which calls of a history to read, all optional.
+
+    :func:`read_calls` and :meth:`~argentic_tools.SqliteRecorder.query` take these keywords.
+    """
+
+    tool: str | None
+    """Only calls to this tool name."""
+    thread: str | None
+    """Only calls made in this conversation thread."""
+    outcome: str | None
+    """Only calls with this status (``success``, ``error``, ``failed``, ``timeout``,
+    ``cancelled``) or this error code (``not_found``, ``invalid_arguments``, ...)."""
+    since: float | datetime | None
+    """Only calls that ended at or after this time (Unix seconds or a datetime; a naive
+    datetime is local time)."""
+    until: float | datetime | None
+    """Only calls that ended before this time."""
+    limit: int | None
+    """The newest calls at most (None: all; 100 when not given)."""
+    call: str | None
+    """Only the call (its attempts) with this task id or call id."""
+    user: str | None
+    """Only calls made on behalf of this user (``CallContext.user_id``: an MCP gateway's
+    caller, the subject of its token)."""
+
+
+_FILTERS = frozenset(CallFilter.__optional_keys__)
+
+
+def read_calls(path: Path, **filters: Unpack[CallFilter]) -> list[Observation]:
     """The calls kept in the history file ``path``, newest first (as written so far).
 
     Needs no manager and no running recorder: the file is opened read-only for
@@ -122,35 +141,30 @@ def read_calls(
 
     Args:
         path: The history file (opened read-only).
-        tool: Only calls to this tool name.
-        thread: Only calls made in this conversation thread.
-        outcome: Only calls with this status (``success``, ``error``, ``failed``,
-            ``timeout``, ``cancelled``) or this error code (``not_found``,
-            ``invalid_arguments``, ...).
-        since: Only calls that ended at or after this time (Unix seconds or a
-            datetime; a naive datetime is local time).
-        until: Only calls that ended before this time.
-        limit: The newest calls at most (None: all).
-        call: Only the call (its attempts) with this task id or call id.
-        user: Only calls made on behalf of this user (``CallContext.user_id``: an MCP
-            gateway's caller, the subject of its token).
+        **filters: Which calls (see :class:`CallFilter`); the newest 100 without any.
 
     Raises:
         FileNotFoundError: There is no file at ``path``.
         ValueError: The file is not a call history.
+        TypeError: A keyword that is not a filter (as for any misspelt parameter).
 
     """
+    if not filters.keys() <= _FILTERS:
+        unknown = ", ".join(repr(key) for key in sorted(filters.keys() - _FILTERS))
+        raise TypeError(f"unexpected keyword argument(s): {unknown}")
+    limit = filters.get("limit", 100)
+    outcome = filters.get("outcome")
     if not path.is_file():
         raise FileNotFoundError(f"no call history at {path}")
     clauses: list[str] = []
     parameters: list[Any] = []
     for clause, value in (
-        ("tool_name = ?", tool),
-        ("thread_id = ?", thread),
-        ("ended_at >= ?", _seconds(since)),
-        ("ended_at < ?", _seconds(until)),
-        ("(task_id = ? OR call_id = ?)", call),
-        ("user_id = ?", user),
+        ("tool_name = ?", filters.get("tool")),
+        ("thread_id = ?", filters.get("thread")),
+        ("ended_at >= ?", _seconds(filters.get("since"))),
+        ("ended_at < ?", _seconds(filters.get("until"))),
+        ("(task_id = ? OR call_id = ?)", filters.get("call")),
+        ("user_id = ?", filters.get("user")),
     ):
         if value is not None:
             clauses.append(clause)

@@ -43,9 +43,8 @@ import queue
 import sqlite3
 import threading
 import time
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from ..._lifecycle import AsyncResource
 from .calls_table import (
@@ -53,6 +52,7 @@ from .calls_table import (
     INSERT,
     SCHEMA,
     TRUNCATED,
+    CallFilter,
     add_new_columns,
     read_calls,
 )
@@ -585,30 +585,9 @@ class SqliteRecorder(AsyncResource):
 
     # -- reading ------------------------------------------------------------------------
 
-    def query(
-        self,
-        *,
-        tool: str | None = None,
-        thread: str | None = None,
-        outcome: str | None = None,
-        since: float | datetime | None = None,
-        until: float | datetime | None = None,
-        limit: int | None = 100,
-        call: str | None = None,
-        user: str | None = None,
-    ) -> list[Observation]:
+    def query(self, **filters: Unpack[CallFilter]) -> list[Observation]:
         """The calls kept in the file, newest first (see :func:`read_calls`)."""
-        return read_calls(
-            self.path,
-            tool=tool,
-            thread=thread,
-            outcome=outcome,
-            since=since,
-            until=until,
-            limit=limit,
-            call=call,
-            user=user,
-        )
+        return read_calls(self.path, **filters)
 
 
 def _size(text: str) -> int:

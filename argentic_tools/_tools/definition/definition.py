@@ -78,13 +78,7 @@ class BaseTool(ABC):
         debug: bool = False,
         annotations: Mapping[str, Any] | None = None,
     ) -> None:
-        options = ToolOptions(
-            tags=tuple(tags),
-            examples=tuple(examples),
-            max_concurrency=max_concurrency,
-            tool_id=tool_id,
-            annotations=annotations,
-        )
+        options = ToolOptions.packed(tags, examples, max_concurrency, tool_id, annotations)
         self._define_tool(
             name,
             manual,
@@ -223,13 +217,7 @@ class FunctionTool(BaseTool):
         tool_id: str | None = None,
         annotations: Mapping[str, Any] | None = None,
     ) -> None:
-        options = ToolOptions(
-            tags=tuple(tags),
-            examples=tuple(examples),
-            max_concurrency=max_concurrency,
-            tool_id=tool_id,
-            annotations=annotations,
-        )
+        options = ToolOptions.packed(tags, examples, max_concurrency, tool_id, annotations)
         self._wrap(func, name, description, options)
 
     @classmethod
@@ -376,13 +364,7 @@ def tool(
         5
 
     """
-    options = ToolOptions(
-        tags=tuple(tags),
-        examples=tuple(examples),
-        max_concurrency=max_concurrency,
-        tool_id=tool_id,
-        annotations=annotations,
-    )
+    options = ToolOptions.packed(tags, examples, max_concurrency, tool_id, annotations)
 
     def decorate(fn: F) -> F:
         built = FunctionTool._with_options(fn, name, description, options)

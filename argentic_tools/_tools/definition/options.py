@@ -7,7 +7,7 @@ as it is called; from there on they travel as that one value, checked in one pla
 """
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..._errors import ToolDefinitionError
@@ -31,6 +31,24 @@ class ToolOptions:
     """The pinned tool id (for ACLs); None: a random one."""
     annotations: Mapping[str, Any] | None = None
     """Hints for clients, as MCP defines them (see :func:`checked_annotations`)."""
+
+    @classmethod
+    def packed(
+        cls,
+        tags: Iterable[str],
+        examples: Iterable[Mapping[str, Any]],
+        max_concurrency: int | None,
+        tool_id: str | None,
+        annotations: Mapping[str, Any] | None,
+    ) -> "ToolOptions":
+        """The options as ``@tool``, FunctionTool and BaseTool take them, in one value."""
+        return cls(
+            tags=tuple(tags),
+            examples=tuple(examples),
+            max_concurrency=max_concurrency,
+            tool_id=tool_id,
+            annotations=annotations,
+        )
 
     def check(self, tool_name: str) -> None:
         """Refuse a pinned id or a concurrency that cannot be served.

@@ -6,7 +6,6 @@ import contextlib
 import functools
 import gc
 import hashlib
-import importlib
 import json
 import socket
 import sys
@@ -21,19 +20,13 @@ from ... import start_metrics_server
 from ..._errors import BrokerError
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, settle
 from ..options import Commands, add_command, add_env_argument, host_and_port, positive_seconds
+from .extra import mcp_module
 from .team import add_serve_arguments, audit_of, team_access
 
 
 def _load(module: str) -> ModuleType:
     """Import ``argentic_tools.mcp.<module>``, or say which extra is missing."""
-    try:
-        return importlib.import_module(f"argentic_tools.mcp.{module}")
-    except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("mcp", "mcp_types", "uvicorn"):
-            raise CliError(
-                "the MCP commands need the mcp extra: pip install 'argentic-tools[mcp]'"
-            ) from None
-        raise
+    return mcp_module(module, ("mcp", "mcp_types", "uvicorn"))
 
 
 DEFAULT_HTTP = "127.0.0.1:8000"
@@ -212,6 +205,29 @@ async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int
     return EXIT_OK
 
 
+def add_config_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, verb: str
+) -> None:
+    """Add ``--config FILE`` and ``--server NAME`` (see :func:`server_from_config`).
+
+    Args:
+        parser: Where to add them.
+        verb: What the command does with the server, for the help (``which server of
+            --config to <verb>``).
+
+    """
+    parser.add_argument(
+        "--config",
+        default=None,
+        metavar="FILE",
+        help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
+        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s)',
+    )
+    parser.add_argument(
+        "--server", default=None, metavar="NAME", help=f"which server of --config to {verb}"
+    )
+
+
 def add_serve_parser(commands: Commands) -> None:
     """``mcp serve``: its options, with the team's (``--auth``, ``--views``, ``--audit``)."""
     mcp_serve = add_command(
@@ -292,16 +308,7 @@ def add_bridge_parser(commands: Commands) -> None:
         "set a variable for the server (repeatable); it gets only HOME, PATH, SHELL"
         " and TERM from the bridge's environment",
     )
-    mcp_bridge.add_argument(
-        "--config",
-        default=None,
-        metavar="FILE",
-        help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
-        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s)',
-    )
-    mcp_bridge.add_argument(
-        "--server", default=None, metavar="NAME", help="which server of --config to bridge"
-    )
+    add_config_arguments(mcp_bridge, "bridge")
     mcp_bridge.add_argument(
         "--root",
         action="append",

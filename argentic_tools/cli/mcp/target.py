@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..common import CliError
-from .commands import _load, env_pairs, server_from_config
+from ..options import add_env_argument
+from .commands import _load, add_config_arguments, env_pairs, server_from_config
 
 ONE_SERVER = "give the MCP server as --mcp URL, --mcp-command COMMAND or --config FILE"
 
@@ -35,25 +36,12 @@ def add_mcp_server_arguments(parser: argparse.ArgumentParser) -> None:
         help="the MCP server this command starts over stdio, as one string: "
         "--mcp-command 'python -m mcp_server_time --local-timezone UTC'",
     )
-    group.add_argument(
-        "-e",
-        "--env",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a variable for that server (repeatable); it gets only HOME, PATH, SHELL"
+    add_env_argument(
+        group,
+        "set a variable for that server (repeatable); it gets only HOME, PATH, SHELL"
         " and TERM from this environment",
     )
-    group.add_argument(
-        "--config",
-        default=None,
-        metavar="FILE",
-        help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
-        ' ..., "args": [...], "env": {...}}}}',
-    )
-    group.add_argument(
-        "--server", default=None, metavar="NAME", help="which server of --config to use"
-    )
+    add_config_arguments(group, "use")
 
 
 @dataclass(frozen=True)
@@ -119,7 +107,7 @@ async def connected_client(server: McpServer) -> AsyncIterator[Any]:
             except Exception as exc:  # noqa: BLE001 - raised as it is, below
                 # Raised here, the SDK's task group would wrap it in an ExceptionGroup.
                 failure = exc
-    except (module.McpServerError, module.ServerNotFoundError) as exc:
+    except (module.McpServerError, _load("bridge.server_process").ServerNotFoundError) as exc:
         raise CliError(str(exc)) from None
     if failure is not None:
         raise failure

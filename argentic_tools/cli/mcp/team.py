@@ -4,7 +4,6 @@ See ``docs/security.md`` for what they protect and how.
 """
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,17 +11,11 @@ from typing import Any
 from ... import JsonLinesRecorder
 from ..common import EXIT_OK, CliError, connected_manager, settle
 from ..options import Commands, add_command
+from .extra import mcp_module
 
 
 def _mcp(module: str) -> Any:
-    try:
-        return importlib.import_module(f"argentic_tools.mcp.{module}")
-    except ImportError as exc:
-        if exc.name is not None and exc.name.split(".")[0] in ("mcp", "mcp_types", "jwt"):
-            raise CliError(
-                "the MCP commands need the mcp extra: pip install 'argentic-tools[mcp]'"
-            ) from None
-        raise
+    return mcp_module(module, ("mcp", "mcp_types", "jwt"))
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:

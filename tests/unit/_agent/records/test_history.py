@@ -132,6 +132,8 @@ async def test_query_filters_by_tool_thread_outcome_and_time_newest_first(
         assert ids(limit=2) == ["task-4", "task-3"]
         assert ids(call="task-2") == ids(call="call-2") == ["task-2"]
         assert recorder.query(outcome="error")[0].error == "boom"
+        with pytest.raises(TypeError, match="'tol'"):
+            recorder.query(tol="a")  # type: ignore[call-arg]
 
 
 async def test_arguments_and_results_past_the_cap_are_stored_cut_with_a_marker(
