@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..._protocol.fleet_messages import RegisterToolMessage
+from ..._protocol.fleet_messages import RegisterToolMessage, ToolSpec
 from ..._protocol.topics import is_valid_tool_id, tool_name_problem
 from ..._protocol.validation import SchemaValidator, ValidatorCache
 from .exports import export, prompt_entry, provider_name
@@ -55,6 +55,19 @@ class HeldIdError(RegistrationRefusedError):
 
 NAMES_SHOWN = 20
 """Registered names a message about a missing tool lists."""
+
+
+def _id_for(name: str, source: str | None, same_source: list[Entry]) -> str:
+    """A registration's id when it proposes none.
+
+    The one its process's instance of the name has, else one derived from its source and
+    name, so that several managers agree on it.
+    """
+    if same_source:
+        return same_source[0].info.id
+    if source:
+        return str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x00{name}"))
+    return str(uuid.uuid4())
 
 
 class ToolRegistry:
@@ -209,82 +222,18 @@ class ToolRegistry:
         if problem:
             raise RegistrationRefusedError(problem)
         schema, key = _input_schema(reg)
-        reserved_for = self.name_owners.get(name)
-        if reserved_for is not None and owner != reserved_for:
-            raise RegistrationRefusedError(
-                f"tool name {name!r} is reserved for broker user {reserved_for!r}"
-            )
-        others = sorted(
-            {e.info.owner for e in self._by_name.get(name, ()) if e.info.owner not in (None, owner)}
-            - {None}
-        )
-        if others:
-            raise RegistrationRefusedError(
-                f"tool name {name!r} belongs to broker user {others[0]!r}"
-            )
-        squatters = (
-            [e for e in self._by_name.get(name, ()) if e.info.owner is None]
-            if owner is not None
-            else []
-        )
+        squatters = self._check_owner(name, owner)
         self._check_room(reg)
-        try:
-            validator = self._validators.for_key(key)
-        except ValueError as exc:
-            raise RegistrationRefusedError(str(exc)) from None
-        output_schema = spec.output_schema if spec else None
-        output_key = None if output_schema is None else ValidatorCache.key(output_schema)
-        if output_key is not None and len(output_key) > MAX_SCHEMA_BYTES:
-            raise RegistrationRefusedError(
-                f"the output schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB"
-            )
-        try:
-            output_validator = None if output_key is None else self._validators.for_key(output_key)
-        except ValueError as exc:
-            raise RegistrationRefusedError(f"output schema: {exc}") from None
+        validator, output_validator = self._validators_of(key, spec)
         tool_id = reg.tool_id
         if tool_id is not None:
-            holder = self._entries.get(tool_id)
-            if not is_valid_tool_id(tool_id):
-                raise RegistrationRefusedError(f"tool id {tool_id!r} is not a valid topic level")
-            if holder is not None and (
-                holder.info.name,
-                holder.info.source,
-                holder.info.owner,
-            ) != (name, source, owner):
-                used = (
-                    f"tool id {tool_id} is already used by tool {holder.info.name!r} "
-                    f"from {holder.info.source}"
-                )
-                same_tool = (holder.info.name, holder.info.owner) == (name, owner)
-                raise HeldIdError(used, holder, same_tool=same_tool)
+            self._check_id(tool_id, name, source, owner)
         # The owner's registration takes the name from claims made on the shared topic.
         replaced_squatters = [e for e in squatters if self.remove(e)]
-        output_schema_or_none = spec.output_schema if spec else None
-        replicas = [
-            e
-            for e in self._by_name.get(name, ())
-            if e.info.source != source and e.info.id != tool_id
-        ]
-        if replicas and (
-            replicas[0].info.input_schema != schema
-            or replicas[0].info.output_schema != output_schema_or_none
-        ):
-            # Which schema the model sees must not depend on which replica registered
-            # first, and a call must not alternate between two contracts.
-            raise RegistrationRefusedError(
-                f"tool {name!r} is already served by {len(replicas)} instance(s) with a "
-                "different schema; replicas of a tool must have the same input and output "
-                "schemas (stop the others first, or give this tool another name)"
-            )
+        self._check_replicas(name, source, tool_id, schema, spec)
         same_source = [e for e in self._by_name.get(name, ()) if e.info.source == source]
         if tool_id is None:
-            if same_source:
-                tool_id = same_source[0].info.id
-            elif source:
-                tool_id = str(uuid.uuid5(_ID_NAMESPACE, f"{source}\x00{name}"))
-            else:
-                tool_id = str(uuid.uuid4())
+            tool_id = _id_for(name, source, same_source)
         replaced = [e for e in same_source if e.info.id != tool_id and self.remove(e)]
         info = ToolInfo(
             id=tool_id,
@@ -317,16 +266,114 @@ class ToolRegistry:
                 protocol=reg.protocol,
                 connection=reg.connection,
             )
-        if previous is not None:
-            self._by_name[name] = [entry if e is previous else e for e in self._by_name[name]]
-        else:
-            self._by_name.setdefault(name, []).append(entry)
-        self._entries[tool_id] = entry
-        self._by_source.setdefault(source, {})[tool_id] = entry
-        self.tools_by_id[tool_id] = entry.public
-        self.tools_by_name[name] = self._by_name[name][0].public
-        self._changed()
+        self._store(entry, previous)
         return entry, previous is None, replaced_squatters + replaced
+
+    def _check_owner(self, name: str, owner: str | None) -> list[Entry]:
+        """Refuse a name reserved for, or held by, another broker user.
+
+        Returns:
+            The instances of the name that a registration by ``owner`` takes it from
+            (those registered on the shared topic, whose source is only a claim).
+
+        """
+        reserved_for = self.name_owners.get(name)
+        if reserved_for is not None and owner != reserved_for:
+            raise RegistrationRefusedError(
+                f"tool name {name!r} is reserved for broker user {reserved_for!r}"
+            )
+        others = sorted(
+            {e.info.owner for e in self._by_name.get(name, ()) if e.info.owner not in (None, owner)}
+            - {None}
+        )
+        if others:
+            raise RegistrationRefusedError(
+                f"tool name {name!r} belongs to broker user {others[0]!r}"
+            )
+        if owner is None:
+            return []
+        return [e for e in self._by_name.get(name, ()) if e.info.owner is None]
+
+    def _validators_of(
+        self, key: str, spec: ToolSpec | None
+    ) -> tuple[SchemaValidator, SchemaValidator | None]:
+        """The compiled validators of the input schema (``key``) and the output schema."""
+        try:
+            validator = self._validators.for_key(key)
+        except ValueError as exc:
+            raise RegistrationRefusedError(str(exc)) from None
+        output_schema = spec.output_schema if spec else None
+        output_key = None if output_schema is None else ValidatorCache.key(output_schema)
+        if output_key is not None and len(output_key) > MAX_SCHEMA_BYTES:
+            raise RegistrationRefusedError(
+                f"the output schema is larger than {MAX_SCHEMA_BYTES // 1024} KiB"
+            )
+        try:
+            output_validator = None if output_key is None else self._validators.for_key(output_key)
+        except ValueError as exc:
+            raise RegistrationRefusedError(f"output schema: {exc}") from None
+        return validator, output_validator
+
+    def _check_id(self, tool_id: str, name: str, source: str | None, owner: str | None) -> None:
+        """Refuse a proposed id that is not a topic level, or that another tool holds."""
+        holder = self._entries.get(tool_id)
+        if not is_valid_tool_id(tool_id):
+            raise RegistrationRefusedError(f"tool id {tool_id!r} is not a valid topic level")
+        if holder is not None and (
+            holder.info.name,
+            holder.info.source,
+            holder.info.owner,
+        ) != (name, source, owner):
+            used = (
+                f"tool id {tool_id} is already used by tool {holder.info.name!r} "
+                f"from {holder.info.source}"
+            )
+            same_tool = (holder.info.name, holder.info.owner) == (name, owner)
+            raise HeldIdError(used, holder, same_tool=same_tool)
+
+    def _check_replicas(
+        self,
+        name: str,
+        source: str | None,
+        tool_id: str | None,
+        schema: dict[str, Any],
+        spec: ToolSpec | None,
+    ) -> None:
+        """Refuse a replica whose schemas differ from those of the name's other instances.
+
+        Which schema the model sees must not depend on which replica registered first,
+        and a call must not alternate between two contracts.
+        """
+        replicas = [
+            e
+            for e in self._by_name.get(name, ())
+            if e.info.source != source and e.info.id != tool_id
+        ]
+        output_schema = spec.output_schema if spec else None
+        if replicas and (
+            replicas[0].info.input_schema != schema
+            or replicas[0].info.output_schema != output_schema
+        ):
+            raise RegistrationRefusedError(
+                f"tool {name!r} is already served by {len(replicas)} instance(s) with a "
+                "different schema; replicas of a tool must have the same input and output "
+                "schemas (stop the others first, or give this tool another name)"
+            )
+
+    def _store(self, entry: Entry, previous: Entry | None) -> None:
+        """Put ``entry`` in every index, in ``previous``'s place when it replaces it."""
+        info = entry.info
+        if previous is not None:
+            self._by_name[info.name] = [
+                entry if e is previous else e for e in self._by_name[info.name]
+            ]
+        else:
+            self._by_name.setdefault(info.name, []).append(entry)
+        self._entries[info.id] = entry
+        self._by_source.setdefault(info.source, {})[info.id] = entry
+        self.tools_by_id[info.id] = entry.public
+        self.tools_by_name[info.name] = self._by_name[info.name][0].public
+        self._changed()
 
     def uncompiled_schemas(self, reg: RegisterToolMessage) -> list[str]:
         """Canonical schemas of ``reg`` that :meth:`admit` would have to compile.
