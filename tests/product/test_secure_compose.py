@@ -34,7 +34,13 @@ import yaml
 
 from argentic_tools import Messager, TaskResultMessage, ToolManager
 from tests.support.brokers import find_mosquitto, free_port, uncovered_env
-from tests.support.secure_broker import CALLS, derive_config, stop_process, wait_until_listening
+from tests.support.secure_broker import (
+    CALLS,
+    derive_config,
+    stop_process,
+    stop_processes,
+    wait_until_listening,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -222,6 +228,8 @@ def tool_services(stack: Stack, tmp_path: Path) -> Iterator[None]:
     """Every tool service, run as compose would run it, against the test's broker."""
     sandbox = tmp_path / "sandbox"
     with ExitStack() as processes:
+        started: list[subprocess.Popen[bytes]] = []
+        processes.callback(stop_processes, started)  # all at once, after the last is started
         for name, service in stack.services.items():
             if name == "mosquitto":
                 continue
@@ -243,7 +251,7 @@ def tool_services(stack: Stack, tmp_path: Path) -> Iterator[None]:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-            processes.callback(stop_process, process)
+            started.append(process)
         yield
 
 
