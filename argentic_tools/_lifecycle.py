@@ -9,13 +9,15 @@ step, leaving runs the close step.
 started from the MQTT client's message callback, a plain function that cannot
 enter an anyio task group (and ``async_init``/``aclose`` may run in different
 tasks, which a task group forbids); the set gives the same guarantees: every
-task is named, and closing the owner cancels and awaits all of them.
+task is named, and closing the owner cancels and awaits all of them. A task that only
+waits (a periodic check, a ping awaiting its pong) is a *watcher*: closing cancels it at
+once, while the others (a cancellation or a status still being published) get the grace.
 """
 
 import asyncio
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Coroutine
 from types import TracebackType
 from typing import Any, Self
 
@@ -57,12 +59,32 @@ class TaskSet:
         self._logger = logger
         self._owner = owner
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._watchers: set[asyncio.Task[Any]] = set()
 
-    def spawn(self, work: Awaitable[Any], name: str) -> "asyncio.Task[Any]":
-        """Run ``work`` as a task named ``{owner}:{name}``; a failure is logged, not raised."""
+    def spawn(
+        self, work: Awaitable[Any], name: str, *, watcher: bool = False
+    ) -> "asyncio.Task[Any]":
+        """Run ``work`` as a task named ``{owner}:{name}``; a failure is logged, not raised.
+
+        Args:
+            work: What the task runs.
+            name: The task's name after the owner's.
+            watcher: The task only waits and sends nothing that must get out (a periodic
+                check, a ping awaiting its answer): :meth:`aclose` cancels it at once
+                instead of giving it the grace. A task that never ends on its own must
+                be one, or every close would wait the whole grace.
+
+        """
         task = asyncio.create_task(self._guard(work, name), name=f"{self._owner}:{name}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        if isinstance(work, Coroutine):
+            # A task cancelled before its first step never awaited ``work``: close it, or
+            # Python warns that it was never awaited (a no-op once it has run).
+            task.add_done_callback(lambda _: work.close())
+        if watcher:
+            self._watchers.add(task)
+            task.add_done_callback(self._watchers.discard)
         return task
 
     def __len__(self) -> int:
@@ -72,12 +94,16 @@ class TaskSet:
         """Cancel every task and wait until all have ended.
 
         Args:
-            grace: Seconds the tasks get to finish on their own first (e.g. a last
-                message being published).
+            grace: Seconds the tasks that are not watchers get to finish on their own
+                first (e.g. a last message being published); none is waited for when
+                only watchers are left.
 
         """
-        if grace > 0 and self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=grace)
+        for task in list(self._watchers):
+            task.cancel()
+        working = self._tasks - self._watchers
+        if grace > 0 and working:
+            await asyncio.wait(working, timeout=grace)
         while self._tasks:
             tasks = list(self._tasks)
             for task in tasks:

@@ -1,5 +1,6 @@
 """Objects that own connections and tasks: what they change, what they leave behind."""
 
+import asyncio
 import logging
 from typing import Any
 
@@ -14,6 +15,7 @@ from argentic_tools import (
     Topics,
     tool,
 )
+from argentic_tools._agent import manager as manager_module
 from tests.support.brokers import Mosquitto
 from tests.support.clients import manager_for, messager_for
 
@@ -106,6 +108,25 @@ async def test_a_failed_async_init_leaves_nothing_attached(
             await manager.aclose()
     registered = [r for r in caplog.records if r.getMessage().startswith("registered tool 'shout'")]
     assert len(registered) == 1, [r.getMessage() for r in registered]
+
+
+async def test_closing_a_manager_with_nothing_left_to_send_waits_for_no_grace(
+    mosquitto: Mosquitto, topics: Topics, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grace a cancellation still being published gets, made an hour: the presence
+    # check (a task that never ends on its own) must be cancelled at once, not waited for.
+    monkeypatch.setattr(manager_module, "CANCEL_SEND_SECONDS", 3600.0)
+    async with messager_for(mosquitto.url, topics) as messager:
+        manager = manager_for(messager, topics)
+        await manager.async_init()
+        async with ToolService(mosquitto.url, [shout], topics=topics):
+            await manager.wait_for_tool("shout", timeout=10)
+            result = await manager.execute_tool("shout", {"text": "hi"})
+            assert result.result == "HI"
+            with anyio.fail_after(30):
+                await manager.aclose()  # while the tool is still there to answer
+    owned = [t for t in asyncio.all_tasks() if t.get_name().startswith("manager:")]
+    assert owned == []
 
 
 async def test_entering_a_manager_twice_is_an_error(mosquitto: Mosquitto, topics: Topics) -> None:

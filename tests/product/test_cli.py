@@ -218,8 +218,11 @@ async def test_call_that_times_out_exits_1_with_one_line(served: str, mosquitto:
 
 
 async def test_call_with_invalid_json_exits_2_with_one_line(
-    mosquitto: Mosquitto, prefix: str
+    served: str, mosquitto: Mosquitto
 ) -> None:
+    # Served: the CLI looks the tool up to suggest arguments, and with no such tool it
+    # would wait its whole --wait (5 s) before answering.
+    prefix = served
     completed = await run_cli("call", "echo", '{"message":', *connection(mosquitto.url, prefix))
     assert completed.returncode == 2
     assert "ARGS '{\"message\":' are neither KEY=VALUE pairs nor a JSON object" in one_error_line(

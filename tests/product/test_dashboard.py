@@ -35,6 +35,7 @@ from argentic_tools import (
     TaskMessage,
     TaskResultMessage,
     TaskStatus,
+    ToolCancelMessage,
     ToolManager,
     Topics,
     parse_message,
@@ -336,13 +337,17 @@ async def test_a_call_whose_caller_gives_up_without_a_word_turns_timed_out_after
     )  # 2 s: long enough for a slow page to see the call running first
     async with Messager(mosquitto.url, will_topic=None) as caller:
         await caller.publish(topics.call(sleep.id), task)
-    row = f"document.querySelector('tr[data-task-id={js(task.task_id)}]')"
-    await page.wait_for(f"{row} && {row}.dataset.status === 'running'")
-    # No result and no cancellation: timed out one second after its timeout, at the latest.
-    text = await page.wait_for(
-        f"{row}.dataset.status === 'timeout' && {row}.textContent", timeout=PAGE_TIMEOUT
-    )
-    assert "No result within the call's timeout of 2 s" in text
+        row = f"document.querySelector('tr[data-task-id={js(task.task_id)}]')"
+        await page.wait_for(f"{row} && {row}.dataset.status === 'running'")
+        # No result and no cancellation: timed out one second after its timeout, at the latest.
+        text = await page.wait_for(
+            f"{row}.dataset.status === 'timeout' && {row}.textContent", timeout=PAGE_TIMEOUT
+        )
+        assert "No result within the call's timeout of 2 s" in text
+        # Stop the sleep at the tool: its process would otherwise give it its whole
+        # shutdown grace period (10 s) when the test ends.
+        stop = ToolCancelMessage(source=task.source, task_id=task.task_id, tool_id=sleep.id)
+        await caller.publish(topics.call(sleep.id), stop)
 
 
 async def test_the_call_form_calls_a_tool_with_its_schema_fields_and_shows_the_result(

@@ -32,7 +32,7 @@ from tests.support.secure_broker import (
     ACL,
     CALLS,
     derive_config,
-    stop_process,
+    stop_processes,
     wait_until_listening,
     write_tenant_acl,
 )
@@ -314,6 +314,8 @@ def documented_commands() -> dict[str, list[str]]:
 def documented_tools(secure_broker: SecureBroker, tmp_path: Path) -> Iterator[None]:
     """Every tool client, started with the command mosquitto.acl documents for it."""
     with ExitStack() as stack:
+        started: list[subprocess.Popen[bytes]] = []
+        stack.callback(stop_processes, started)  # all at once, after the last is started
         for user, command in documented_commands().items():
             argv = [
                 arg.replace("PASSWORD", PASSWORDS[user])
@@ -330,7 +332,7 @@ def documented_tools(secure_broker: SecureBroker, tmp_path: Path) -> Iterator[No
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-            stack.callback(stop_process, process)
+            started.append(process)
         yield
 
 

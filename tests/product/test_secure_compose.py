@@ -35,7 +35,13 @@ import yaml
 from argentic_tools import Messager, TaskResultMessage, ToolManager
 from tests.support.brokers import find_mosquitto, free_port, uncovered_env
 from tests.support.requirements import require_mosquitto
-from tests.support.secure_broker import CALLS, derive_config, stop_process, wait_until_listening
+from tests.support.secure_broker import (
+    CALLS,
+    derive_config,
+    stop_process,
+    stop_processes,
+    wait_until_listening,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -219,6 +225,8 @@ def tool_services(stack: Stack, tmp_path: Path) -> Iterator[None]:
     """Every tool service, run as compose would run it, against the test's broker."""
     sandbox = tmp_path / "sandbox"
     with ExitStack() as processes:
+        started: list[subprocess.Popen[bytes]] = []
+        processes.callback(stop_processes, started)  # all at once, after the last is started
         for name, service in stack.services.items():
             if name == "mosquitto":
                 continue
@@ -240,7 +248,7 @@ def tool_services(stack: Stack, tmp_path: Path) -> Iterator[None]:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-            processes.callback(stop_process, process)
+            started.append(process)
         yield
 
 

@@ -103,9 +103,18 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 def stop_process(process: subprocess.Popen[bytes]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=TIMEOUT)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=TIMEOUT)
+    stop_processes([process])
+
+
+def stop_processes(processes: list[subprocess.Popen[bytes]]) -> None:
+    """Stop every process in ``processes``: all are signalled first, so their shutdowns
+    (each unregisters its tools) overlap instead of running one after another."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    for process in processes:
+        try:
+            process.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=TIMEOUT)

@@ -111,7 +111,7 @@ class Liveness:
             entry.info.id,
         )
         if self._prober is None or self._prober.done():
-            self._prober = self._tasks.spawn(self._probe(), "liveness")
+            self._prober = self._tasks.spawn(self._probe(), "liveness", watcher=True)
 
     def can_ping(self, entry: Entry) -> bool:
         """Whether ``entry`` can be asked (it declares a protocol, and pongs can reach us)."""

@@ -376,7 +376,7 @@ class Membership:
         previous = self._claims.get(reg.tool_id)
         self._claims[reg.tool_id] = _Claim(holder, reg, owner)
         if previous is None or previous.holder is not holder:
-            self._tasks.spawn(self._check_holder(reg.tool_id, holder), "holder-check")
+            self._tasks.spawn(self._check_holder(reg.tool_id, holder), "holder-check", watcher=True)
         return True
 
     async def _check_holder(self, tool_id: str, holder: Entry) -> None:

@@ -71,7 +71,7 @@ class Presence:
 
     def start(self) -> None:
         """Start checking, in a task the manager's task set owns."""
-        self._tasks.spawn(self._run(), "presence")
+        self._tasks.spawn(self._run(), "presence", watcher=True)
 
     def quiet(self, now: float) -> list[Entry]:
         """One pingable instance of each process quiet for :data:`QUIET_SECONDS`.
@@ -101,7 +101,7 @@ class Presence:
                 continue
             for entry in self.quiet(loop.time()):
                 self._asking.add(entry.info.source)
-                self._tasks.spawn(self._ask(entry), "presence-ask")
+                self._tasks.spawn(self._ask(entry), "presence-ask", watcher=True)
 
     async def _ask(self, entry: Entry) -> None:
         source = entry.info.source
