@@ -363,7 +363,7 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_RESULT_RETENTION,
         metavar="SECONDS",
         help="keep each finished call's reply this long at least, for a caller that comes "
-        "back (default 300)",
+        "back (default: %(default)s)",
     )
     parser.add_argument(
         "--metrics-port",

@@ -255,7 +255,7 @@ def add_serve_parser(commands: Commands) -> None:
     mcp_serve.add_argument(
         "--path",
         default="/mcp",
-        help="the HTTP endpoint's path (default /mcp)",
+        help="the HTTP endpoint's path",
     )
     mcp_serve.add_argument(
         "--metrics-port",
