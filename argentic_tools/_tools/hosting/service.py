@@ -299,6 +299,9 @@ class ToolService(AsyncResource):
 BROKER_VARIABLE = "ARGENTIC_TOOLS_BROKER"
 """Environment variable with the default broker of every command."""
 
+TOPIC_PREFIX_VARIABLE = "ARGENTIC_TOOLS_TOPIC_PREFIX"
+"""Environment variable with the default topic prefix of every command."""
+
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--broker``, ``--topic-prefix``, TLS and ``--log-level`` options to ``parser``."""
@@ -309,7 +312,11 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         "nodes of a cluster separated by commas (tried in turn, with fail-over); "
         f"${BROKER_VARIABLE} sets the default",
     )
-    parser.add_argument("--topic-prefix", default=None, help="prefix for all protocol topics")
+    parser.add_argument(
+        "--topic-prefix",
+        default=os.environ.get(TOPIC_PREFIX_VARIABLE) or None,
+        help=f"prefix for all protocol topics; ${TOPIC_PREFIX_VARIABLE} sets the default",
+    )
     parser.add_argument("--ca-file", default=None, help="CA certificate for mqtts:// brokers")
     parser.add_argument("--cert-file", default=None, help="client certificate (mutual TLS)")
     parser.add_argument("--key-file", default=None, help="client key (mutual TLS)")
