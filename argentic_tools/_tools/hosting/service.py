@@ -193,22 +193,22 @@ class ToolService(AsyncResource):
         except BaseException:
             await self.aclose()
             raise
+        # One line for the process, not one per tool (a bridged MCP server may bring
+        # dozens), nor a second one for the tools no manager confirmed: without a
+        # manager, that is every tool of every start.
         unconfirmed = [e.tool_name for e in self.endpoints if not e.confirmed.is_set()]
+        pending = ""
         if unconfirmed:
-            # One line for the process, not one per tool: without a manager every tool
-            # is unconfirmed, and a bridged MCP server may bring dozens.
-            logger.info(
-                "no manager confirmed the registration of %d of %d tool(s) yet (%s); "
-                "serving anyway and registering again when a manager announces itself",
-                len(unconfirmed),
-                len(self.endpoints),
-                ", ".join(unconfirmed),
+            which = "them" if len(unconfirmed) == len(self.endpoints) else ", ".join(unconfirmed)
+            pending = (
+                f" (no manager confirmed {which} yet: registering again when one announces itself)"
             )
         logger.info(
-            "serving %d tool(s) on %s: %s",
+            "serving %d tool(s) on %s: %s%s",
             len(self.endpoints),
             self.messager.url,
             ", ".join(e.tool_name for e in self.endpoints),
+            pending,
         )
 
     async def _drop_refused(self, refused: list[ToolEndpoint]) -> None:
