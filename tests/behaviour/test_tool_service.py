@@ -572,7 +572,7 @@ async def test_extra_argument_through_the_broker_gives_invalid_arguments_naming_
     assert good.ok and good.result == "hello Ada"
 
 
-async def test_a_service_without_a_manager_says_once_that_its_tools_serve_unconfirmed(
+async def test_a_service_without_a_manager_says_in_one_line_that_its_tools_serve_unconfirmed(
     mosquitto: Mosquitto, topics: Topics, caplog: pytest.LogCaptureFixture
 ) -> None:
     @tool
@@ -590,12 +590,8 @@ async def test_a_service_without_a_manager_says_once_that_its_tools_serve_unconf
             mosquitto.url, [echo, add, mul], topics=topics, confirm_timeout=0.3
         ) as service:
             assert [e.tool_name for e in service.endpoints] == ["echo", "add", "mul"]
-    unconfirmed = [
-        r
-        for r in caplog.records
-        if "no manager confirmed" in r.getMessage() and r.levelno >= logging.INFO
-    ]
-    assert [r.getMessage() for r in unconfirmed] == [
-        "no manager confirmed the registration of 3 of 3 tool(s) yet (echo, add, mul); "
-        "serving anyway and registering again when a manager announces itself"
+    started = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert started == [
+        f"serving 3 tool(s) on {service.messager.url}: echo, add, mul (no manager confirmed "
+        "them yet: registering again when one announces itself)"
     ]

@@ -185,6 +185,21 @@ async def test_call_prints_the_result_as_json_and_exits_0(
     assert "--timeout: '-1': give a number of seconds above 0" in refused.stderr.decode()
 
 
+async def test_call_takes_its_topic_prefix_from_the_environment(
+    served: str, mosquitto: Mosquitto
+) -> None:
+    completed = await run_cli(
+        "call",
+        "echo",
+        "message=hi",
+        "--broker",
+        mosquitto.url,
+        env={"ARGENTIC_TOOLS_TOPIC_PREFIX": served},
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout) == "hi"
+
+
 async def test_call_with_invalid_arguments_exits_1_naming_the_problem(
     served: str, mosquitto: Mosquitto
 ) -> None:

@@ -37,10 +37,10 @@ from argentic_tools import (  # noqa: E402
 from argentic_tools.mcp.bridge import McpBridge  # noqa: E402
 from argentic_tools.mcp.gateway import McpGateway  # noqa: E402
 from argentic_tools.mcp.gateway.names import is_mcp_name  # noqa: E402
-from tests.support.brokers import Mosquitto, free_port  # noqa: E402
+from tests.support.brokers import Mosquitto, child_env, free_port  # noqa: E402
 from tests.support.clients import manager_for, messager_for  # noqa: E402
-from tests.support.gateways import http_gateway, stdio_gateway  # noqa: E402
-from tests.support.processes import ToolProcess  # noqa: E402
+from tests.support.gateways import gateway_command, http_gateway, stdio_gateway  # noqa: E402
+from tests.support.processes import ROOT, ToolProcess  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 
@@ -288,6 +288,33 @@ async def test_the_gateway_serves_http_on_the_transport_and_path_given(
         assert url.endswith("/fleet/mcp")
         async with Client(url) as client:
             assert "steps" in [t.name for t in (await client.list_tools()).tools]
+
+
+async def gateway_start_text(url: str, prefix: str, host: str) -> str:
+    """What ``mcp serve --http HOST:0`` says on stderr until it listens (then it is stopped)."""
+    command = gateway_command(url, prefix, "--http", f"{host}:0", "--wait", "0.1")
+    process = await anyio.open_process(command, cwd=ROOT, env=child_env())
+    async with process:
+        assert process.stderr is not None
+        text = b""
+        with anyio.fail_after(20):
+            while b"/mcp\n" not in text:
+                text += await process.stderr.receive()
+        process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(15):
+            await process.wait()
+    return " ".join(text.decode().split())
+
+
+async def test_a_gateway_open_to_the_network_without_auth_warns_at_start(
+    mosquitto: Mosquitto, mcp_prefix: str
+) -> None:
+    warning = "open to the network without authentication"
+    public = await gateway_start_text(mosquitto.url, mcp_prefix, "0.0.0.0")
+    assert "WARNING" in public
+    assert warning in public
+    assert "--auth keys FILE" in public
+    assert warning not in await gateway_start_text(mosquitto.url, mcp_prefix, "127.0.0.1")
 
 
 def leaves(error: BaseException) -> list[BaseException]:

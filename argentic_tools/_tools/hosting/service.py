@@ -193,22 +193,22 @@ class ToolService(AsyncResource):
         except BaseException:
             await self.aclose()
             raise
+        # One line for the process, not one per tool (a bridged MCP server may bring
+        # dozens), nor a second one for the tools no manager confirmed: without a
+        # manager, that is every tool of every start.
         unconfirmed = [e.tool_name for e in self.endpoints if not e.confirmed.is_set()]
+        pending = ""
         if unconfirmed:
-            # One line for the process, not one per tool: without a manager every tool
-            # is unconfirmed, and a bridged MCP server may bring dozens.
-            logger.info(
-                "no manager confirmed the registration of %d of %d tool(s) yet (%s); "
-                "serving anyway and registering again when a manager announces itself",
-                len(unconfirmed),
-                len(self.endpoints),
-                ", ".join(unconfirmed),
+            which = "them" if len(unconfirmed) == len(self.endpoints) else ", ".join(unconfirmed)
+            pending = (
+                f" (no manager confirmed {which} yet: registering again when one announces itself)"
             )
         logger.info(
-            "serving %d tool(s) on %s: %s",
+            "serving %d tool(s) on %s: %s%s",
             len(self.endpoints),
             self.messager.url,
             ", ".join(e.tool_name for e in self.endpoints),
+            pending,
         )
 
     async def _drop_refused(self, refused: list[ToolEndpoint]) -> None:
@@ -299,6 +299,9 @@ class ToolService(AsyncResource):
 BROKER_VARIABLE = "ARGENTIC_TOOLS_BROKER"
 """Environment variable with the default broker of every command."""
 
+TOPIC_PREFIX_VARIABLE = "ARGENTIC_TOOLS_TOPIC_PREFIX"
+"""Environment variable with the default topic prefix of every command."""
+
 
 def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``--broker``, ``--topic-prefix``, TLS and ``--log-level`` options to ``parser``."""
@@ -309,7 +312,11 @@ def add_connection_arguments(parser: argparse.ArgumentParser) -> None:
         "nodes of a cluster separated by commas (tried in turn, with fail-over); "
         f"${BROKER_VARIABLE} sets the default",
     )
-    parser.add_argument("--topic-prefix", default=None, help="prefix for all protocol topics")
+    parser.add_argument(
+        "--topic-prefix",
+        default=os.environ.get(TOPIC_PREFIX_VARIABLE) or None,
+        help=f"prefix for all protocol topics; ${TOPIC_PREFIX_VARIABLE} sets the default",
+    )
     parser.add_argument("--ca-file", default=None, help="CA certificate for mqtts:// brokers")
     parser.add_argument("--cert-file", default=None, help="client certificate (mutual TLS)")
     parser.add_argument("--key-file", default=None, help="client key (mutual TLS)")
@@ -363,7 +370,7 @@ def add_service_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_RESULT_RETENTION,
         metavar="SECONDS",
         help="keep each finished call's reply this long at least, for a caller that comes "
-        "back (default 300)",
+        "back (default: %(default)s)",
     )
     parser.add_argument(
         "--metrics-port",

@@ -153,7 +153,7 @@ def add_parser(commands: Commands) -> None:
         "dashboard",
         "a live view of the fleet and its calls in a browser",
         (
-            "argentic-tools dashboard  # http://127.0.0.1:8765",
+            f"argentic-tools dashboard  # http://{DEFAULT_ADDRESS}",
             "argentic-tools dashboard --http 127.0.0.1:0 --history calls.db",
         ),
     )

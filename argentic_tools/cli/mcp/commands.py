@@ -7,6 +7,7 @@ import functools
 import gc
 import hashlib
 import json
+import logging
 import socket
 import sys
 from collections.abc import Callable
@@ -21,13 +22,15 @@ from ..._errors import BrokerError
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, settle
 from ..options import Commands, add_command, add_env_argument, host_and_port, positive_seconds
 from .extra import mcp_module
-from .team import add_serve_arguments, audit_of, team_access
+from .team import add_serve_arguments, audit_of, open_gateway_warning, team_access
 
 
 def _load(module: str) -> ModuleType:
     """Import ``argentic_tools.mcp.<module>``, or say which extra is missing."""
     return mcp_module(module, ("mcp", "mcp_types", "uvicorn"))
 
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_HTTP = "127.0.0.1:8000"
 """Where ``mcp serve --transport streamable-http`` listens without ``--http``."""
@@ -72,6 +75,9 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
     gateway_module = _load("gateway")
     address = http_address(args)
     access = team_access(args, address)
+    warning = open_gateway_warning(args, address)
+    if warning is not None:
+        logger.warning(warning)
     if args.metrics_port is not None:
         try:
             start_metrics_server(args.metrics_port)
@@ -255,7 +261,7 @@ def add_serve_parser(commands: Commands) -> None:
     mcp_serve.add_argument(
         "--path",
         default="/mcp",
-        help="the HTTP endpoint's path (default /mcp)",
+        help="the HTTP endpoint's path",
     )
     mcp_serve.add_argument(
         "--metrics-port",

@@ -4,6 +4,8 @@ See ``docs/security.md`` for what they protect and how.
 """
 
 import argparse
+import contextlib
+import ipaddress
 import sys
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,26 @@ def audit_of(args: argparse.Namespace) -> Any:
     if args.audit is None:
         return None
     return JsonLinesRecorder(args.audit)
+
+
+def open_gateway_warning(args: argparse.Namespace, address: tuple[str, int] | None) -> str | None:
+    """The warning for an HTTP gateway without ``--auth`` on a non-loopback address, or None.
+
+    Such a gateway lets whoever reaches the address list and call every tool on the bus.
+    """
+    if address is None or args.auth is not None:
+        return None
+    host = address[0].strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return None
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return None
+    return (
+        f"the MCP gateway on {address[0]} is open to the network without authentication: "
+        "anyone who reaches it can list and call every tool; protect it with --auth keys FILE "
+        "or --auth oauth --issuer URL (docs/security.md), or listen on 127.0.0.1"
+    )
 
 
 def team_access(args: argparse.Namespace, address: tuple[str, int] | None) -> Any:

@@ -1,12 +1,14 @@
 """The parser: option values it checks (seconds, HOST:PORT), its errors and its help."""
 
 import argparse
+import re
 import shlex
 from collections.abc import Iterator
 
 import pytest
 
 from argentic_tools.cli.common import CliError
+from argentic_tools.cli.fleet.dashboard import DEFAULT_ADDRESS
 from argentic_tools.cli.main import build_parser
 from argentic_tools.cli.mcp.commands import http_address
 from argentic_tools.cli.options import host_and_port, positive_seconds
@@ -88,3 +90,18 @@ def test_mcp_serve_picks_its_transport_from_transport_or_http() -> None:
         serve_address("--transport", "stdio", "--http", ":1")
     with pytest.raises(CliError, match="must start with /"):
         serve_address("--transport", "http", "--path", "mcp")
+
+
+def test_every_option_shows_its_default_once() -> None:
+    for words, parser in _commands(build_parser()):
+        formatter = parser._get_formatter()
+        for action in parser._actions:
+            if action.help:
+                shown = formatter._expand_help(action)
+                assert len(re.findall(r"\(default", shown)) <= 1, (words, shown)
+
+
+def test_dashboard_help_names_the_address_it_listens_on_by_default() -> None:
+    help_text = dict(_commands(build_parser()))[("dashboard",)].format_help()
+    assert f"http://{DEFAULT_ADDRESS}" in help_text
+    assert "8765" not in help_text
