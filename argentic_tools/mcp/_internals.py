@@ -5,7 +5,8 @@ mcp 2.3: a handshake-era connection's server session, kept to send it
 ``notifications/tools/list_changed`` later, must be dropped when the connection
 ends, and only the connection knows that; and the log level a client chose with
 ``logging/setLevel`` belongs to its connection. :func:`check_internals`, run by the
-tests, names what an SDK upgrade removed.
+tests, names what an SDK upgrade removed. The CLI's HTTP client side takes the SDK's own
+HTTP client factory (its timeouts), which lives in a private module.
 """
 
 import inspect
@@ -14,6 +15,7 @@ from typing import Any
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.session import ServerSession
+from mcp.shared import _httpx_utils
 
 TESTED_VERSIONS = {"mcp": "2.3"}
 """Major.minor of the MCP SDK this module was tested against."""
@@ -38,6 +40,11 @@ def connection_of(ctx: ServerRequestContext[Any]) -> Connection:
     return connection
 
 
+def mcp_http_client(headers: dict[str, str]) -> Any:
+    """The SDK's HTTP client for streamable HTTP (its timeouts), sending ``headers``."""
+    return _httpx_utils.create_mcp_http_client(headers=headers)
+
+
 def check_internals() -> list[str]:
     """Problems with the private attributes used here; empty when all are as expected."""
     problems = []
@@ -46,4 +53,6 @@ def check_internals() -> list[str]:
     for name in ("has_standalone_channel", "exit_stack"):
         if name not in inspect.getsource(Connection):
             problems.append(f"mcp Connection.{name}: missing")
+    if not callable(getattr(_httpx_utils, "create_mcp_http_client", None)):
+        problems.append("mcp.shared._httpx_utils.create_mcp_http_client: missing")
     return problems

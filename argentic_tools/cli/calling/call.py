@@ -41,8 +41,8 @@ from ..common import (
     stderr,
 )
 from ..fleet.registry import ELSEWHERE_HINT, parameters
+from ..mcp.commands import McpServer
 from ..mcp.target import (
-    McpServer,
     add_mcp_server_arguments,
     client_module,
     connected_client,

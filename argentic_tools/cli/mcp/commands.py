@@ -8,9 +8,11 @@ import gc
 import hashlib
 import json
 import logging
+import shlex
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,6 +23,7 @@ from ... import start_metrics_server
 from ..._errors import BrokerError
 from ..common import EXIT_OK, CliError, StopRequest, connected_manager, settle
 from ..options import Commands, add_command, add_env_argument, host_and_port, positive_seconds
+from .credentials import add_credential_arguments, header_pair, request_headers
 from .extra import mcp_module
 from .team import add_serve_arguments, audit_of, open_gateway_warning, team_access
 
@@ -136,8 +139,22 @@ def env_pairs(pairs: list[str]) -> dict[str, str]:
     return env
 
 
-def server_from_config(path: str, name: str | None) -> tuple[list[str], dict[str, str]]:
-    """The command and env of server ``name`` in an ``mcpServers`` config file."""
+@dataclass(frozen=True)
+class McpServer:
+    """An MCP server to talk to: a command started over stdio, or a URL."""
+
+    command: list[str] | None = None
+    url: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    """Sent with each request to a server reached by URL: credentials, never printed."""
+
+    def __str__(self) -> str:
+        return self.url or shlex.join(self.command or ())
+
+
+def server_from_config(path: str, name: str | None) -> McpServer:
+    """Server ``name`` of an ``mcpServers`` config file: its command and env, or URL and headers."""
     try:
         config = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
@@ -156,41 +173,60 @@ def server_from_config(path: str, name: str | None) -> tuple[list[str], dict[str
         names = ", ".join(sorted(servers))
         raise CliError(f"--config {path}: no server {name!r} (it has {names})")
     where = f"--config {path}, server {name!r}"
+    if not isinstance(entry, dict):
+        raise CliError(f'{where}: expected {{"command": ...}} or {{"url": ...}}')
+    if "url" in entry and "command" not in entry:
+        return _url_server(entry, where)
     command, args, env = entry.get("command"), entry.get("args", []), entry.get("env", {})
     if not isinstance(command, str) or not command:
-        raise CliError(f'{where}: expected "command": a string (servers by URL: use --url)')
+        raise CliError(f'{where}: expected "command": a string, or "url": an http(s) URL')
     if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
         raise CliError(f'{where}: expected "args": a list of strings')
     if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
         raise CliError(f'{where}: expected "env": an object of strings')
-    return [command, *args], dict(env)
+    return McpServer(command=[command, *args], env=dict(env))
+
+
+def _url_server(entry: dict[str, Any], where: str) -> McpServer:
+    """A config file's ``{"url": ..., "headers": {...}}`` entry."""
+    url, headers = entry["url"], entry.get("headers", {})
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise CliError(f'{where}: expected "url": an http:// or https:// URL')
+    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+        raise CliError(f'{where}: expected "headers": an object of strings')
+    if "env" in entry:
+        raise CliError(f'{where}: "env" is for a server started as a command, not for a URL')
+    checked = dict(header_pair(f"{key}: {value}", where) for key, value in headers.items())
+    return McpServer(url=url, headers=checked)
 
 
 async def mcp_bridge_command(args: argparse.Namespace, stop: StopRequest) -> int:
     """``mcp bridge``: an MCP server's tools on the bus, restarted when it dies."""
     bridge_module = _load("bridge")
     command = [part for part in args.server_command if part != "--"]
-    env: dict[str, str] = {}
+    server = McpServer(command=command or None, url=args.url)
     if args.config is not None:
         if command or args.url:
             raise CliError("give the MCP server as --config FILE, -- COMMAND... or --url URL")
-        command, env = server_from_config(args.config, args.server)
+        server = server_from_config(args.config, args.server)
     elif args.server is not None:
         raise CliError("--config FILE is where --server NAME picks a server")
-    if bool(command) == bool(args.url):
+    if (server.command is None) == (server.url is None):
         raise CliError("give the MCP server either as -- COMMAND... (stdio) or as --url URL")
-    env |= env_pairs(args.env)
-    if env and args.url:
+    env = server.env | env_pairs(args.env)
+    if env and server.url:
         raise CliError("-e KEY=VALUE is for a server started as a command, not for --url")
+    headers = request_headers(args, by_url=server.url is not None, configured=server.headers)
     try:
         roots = [_load("bridge.server_requests").root_from(root) for root in args.root]
     except ValueError as exc:
         raise CliError(f"--root {exc}") from None
     bridge = bridge_module.McpBridge(
         args.broker,
-        command=command or None,
-        url=args.url,
+        command=server.command,
+        url=server.url,
         env=env,
+        headers=headers,
         topic_prefix=args.topic_prefix,
         roots=roots,
         server_log_level=args.server_log_level,
@@ -227,7 +263,8 @@ def add_config_arguments(
         default=None,
         metavar="FILE",
         help='the server from an MCP client\'s config file: {"mcpServers": {NAME: {"command":'
-        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s)',
+        ' ..., "args": [...], "env": {...}}}} (Claude Desktop\'s, the Inspector\'s), or'
+        ' {NAME: {"url": ..., "headers": {...}}}',
     )
     parser.add_argument(
         "--server", default=None, metavar="NAME", help=f"which server of --config to {verb}"
@@ -303,6 +340,7 @@ def add_bridge_parser(commands: Commands) -> None:
         (
             "argentic-tools mcp bridge -- npx -y @modelcontextprotocol/server-everything",
             "argentic-tools mcp bridge --url http://127.0.0.1:8000/mcp",
+            "argentic-tools mcp bridge --url https://tools.example/mcp --header 'X-Team: ops'",
             "argentic-tools mcp bridge --root ~/site --server-log-level debug -- python server.py",
         ),
     )
@@ -315,6 +353,7 @@ def add_bridge_parser(commands: Commands) -> None:
         " and TERM from the bridge's environment",
     )
     add_config_arguments(mcp_bridge, "bridge")
+    add_credential_arguments(mcp_bridge)
     mcp_bridge.add_argument(
         "--root",
         action="append",

@@ -3,19 +3,20 @@
 ``--mcp URL`` names a streamable HTTP server; ``--mcp-command "COMMAND ARGS"`` a
 server started over stdio (split as a shell would), with ``-e KEY=VALUE`` for its
 environment; ``--config FILE [--server NAME]`` a server of an MCP client's config
-file, as ``mcp bridge`` takes them.
+file, as ``mcp bridge`` takes them. A server by URL gets ``--header`` and ``--token``
+(:mod:`.credentials`).
 """
 
 import argparse
 import contextlib
 import shlex
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..common import CliError
 from ..options import add_env_argument
-from .commands import _load, add_config_arguments, env_pairs, server_from_config
+from .commands import McpServer, _load, add_config_arguments, env_pairs, server_from_config
+from .credentials import add_credential_arguments, request_headers
 
 ONE_SERVER = "give the MCP server as --mcp URL, --mcp-command COMMAND or --config FILE"
 
@@ -42,18 +43,7 @@ def add_mcp_server_arguments(parser: argparse.ArgumentParser) -> None:
         " and TERM from this environment",
     )
     add_config_arguments(group, "use")
-
-
-@dataclass(frozen=True)
-class McpServer:
-    """An MCP server to talk to: a command started over stdio, or a URL."""
-
-    command: list[str] | None = None
-    url: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.url or shlex.join(self.command or ())
+    add_credential_arguments(group)
 
 
 def mcp_server_from(args: argparse.Namespace) -> McpServer | None:
@@ -64,16 +54,22 @@ def mcp_server_from(args: argparse.Namespace) -> McpServer | None:
         raise CliError(f"--mcp-command {args.mcp_command!r}: {exc}") from None
     if args.mcp_command is not None and not command:
         raise CliError("--mcp-command: give the command that starts the MCP server")
-    env: dict[str, str] = {}
+    configured = McpServer()
     if args.config is not None:
         if command or args.mcp is not None:
             raise CliError(ONE_SERVER)
-        command, env = server_from_config(args.config, args.server)
+        configured = server_from_config(args.config, args.server)
+        command = configured.command or []
     elif args.server is not None:
         raise CliError("--config FILE is where --server NAME picks a server")
     if command and args.mcp is not None:
         raise CliError(ONE_SERVER)
-    env |= env_pairs(args.env)
+    env = configured.env | env_pairs(args.env)
+    if configured.url is not None:
+        if env:
+            raise CliError("-e KEY=VALUE is for a server started as a command, not for a URL")
+        headers = request_headers(args, by_url=True, configured=configured.headers)
+        return McpServer(url=configured.url, headers=headers)
     if args.mcp is not None:
         if env:
             raise CliError("-e KEY=VALUE is for a server started as a command, not for --mcp URL")
@@ -82,11 +78,14 @@ def mcp_server_from(args: argparse.Namespace) -> McpServer | None:
                 f"--mcp {args.mcp!r}: expected an http:// or https:// URL"
                 " (a server started as a command: --mcp-command)"
             )
-        return McpServer(url=args.mcp)
+        return McpServer(url=args.mcp, headers=request_headers(args, by_url=True))
     if command:
+        request_headers(args, by_url=False)  # refuses --header and --token for a command
         return McpServer(command=command, env=env)
     if env:
         raise CliError("-e KEY=VALUE is for an MCP server given with --mcp-command or --config")
+    if args.header or args.token is not None:
+        raise CliError("--header and --token are for an MCP server given with --mcp URL")
     return None
 
 
@@ -101,7 +100,9 @@ async def connected_client(server: McpServer) -> AsyncIterator[Any]:
     module = client_module()
     failure: Exception | None = None
     try:
-        async with module.connect(command=server.command, url=server.url, env=server.env) as client:
+        async with module.connect(
+            command=server.command, url=server.url, env=server.env, headers=server.headers
+        ) as client:
             try:
                 yield client
             except Exception as exc:  # noqa: BLE001 - raised as it is, below

@@ -39,7 +39,6 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
@@ -51,6 +50,7 @@ from ..._protocol.topics import Topics
 from ..._tools.call.output import ToolOutput
 from ..._tools.definition.definition import BaseTool
 from ..._tools.hosting.service import ToolService
+from .http_connection import HttpConnection
 from .origins import ORIGIN, Origin
 from .server_process import (
     INHERITED,
@@ -156,6 +156,8 @@ class McpBridge:
         env: Variables for a server started as a command. It gets only
             ``HOME``, ``PATH``, ``SHELL`` and ``TERM`` from the bridge's environment;
             a token it reads from its environment must be given here.
+        headers: HTTP headers for every request to a server reached by URL: the
+            credentials it asks for (``{"Authorization": "Bearer ..."}``).
         topic_prefix: Prefix of the protocol topics.
         roots: The roots the bridge answers the server's ``roots/list`` with (``file://``
             URIs, each with an optional name); without them the bridge declares no roots.
@@ -164,7 +166,8 @@ class McpBridge:
         messager_options: More keyword arguments for the bridge's :class:`Messager`.
 
     Raises:
-        ValueError: Neither or both of ``command`` and ``url``, or ``env`` with a URL.
+        ValueError: Neither or both of ``command`` and ``url``, ``env`` with a URL, or
+            ``headers`` with a command.
 
     """
 
@@ -175,6 +178,7 @@ class McpBridge:
         command: Sequence[str] | None = None,
         url: str | None = None,
         env: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
         topic_prefix: str | None = None,
         roots: Sequence[types.Root] = (),
         server_log_level: types.LoggingLevel = "info",
@@ -184,6 +188,8 @@ class McpBridge:
             raise ValueError("give the MCP server as a command or as a URL, not both")
         if env and url is not None:
             raise ValueError("env is for a server started as a command, not for a URL")
+        if headers and url is None:
+            raise ValueError("headers are for a server reached by URL, not for a command")
         self.broker = broker
         self.command = list(command) if command is not None else None
         self.url = url
@@ -198,6 +204,8 @@ class McpBridge:
         """How many times the bridge asked the server for its tools."""
         self.process = ServerProcess(self.command, self.env) if self.command else None
         """The server's process, when it is started as a command."""
+        self.http = HttpConnection(url, headers) if url is not None else None
+        """The server's HTTP connection, when it is reached by URL."""
         self.requests = ServerRequests(self.description, roots)
         """What answers the server's requests and takes its log records."""
         self.server_log_level: types.LoggingLevel = server_log_level
@@ -253,6 +261,9 @@ class McpBridge:
 
     def _why(self, exc: BaseException, served: bool) -> str:
         """Why the server stopped, for a log line."""
+        refusal = self.http.refusal() if self.http is not None else None
+        if refusal is not None:
+            return refusal
         if self.process is None or self.process.returncode is None:
             return failure_text(exc)
         why = f"it {self.process.ending()}"
@@ -267,8 +278,8 @@ class McpBridge:
         """What the MCP client connects to: the server's process, or its URL."""
         if self.process is not None:
             return declaring(self.process.connect())
-        assert self.url is not None
-        return declaring(streamable_http_client(self.url))
+        assert self.http is not None
+        return declaring(self.http.streams())
 
     def _client(self, changes: "_Changes") -> Client:
         """An MCP client of the server that declares what the bridge forwards to callers."""

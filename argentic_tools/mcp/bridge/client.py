@@ -3,9 +3,10 @@
 :func:`connect` opens an MCP client session with a server, a command it starts
 over stdio (through :class:`~argentic_tools.mcp.bridge.server_process.ServerProcess`, so
 a server that exits at once is reported with its exit status and its last stderr
-lines) or a streamable HTTP URL. :func:`tool_rows` lists the server's tools in the
-shape ``argentic-tools list`` gives the tools on the bus; :func:`result_value` and
-:func:`result_content` turn a tool's result into what ``argentic-tools call`` prints.
+lines) or a streamable HTTP URL, with the headers it wants (credentials, say).
+:func:`tool_rows` lists the server's tools in the shape ``argentic-tools list`` gives
+the tools on the bus; :func:`result_value` and :func:`result_content` turn a tool's
+result into what ``argentic-tools call`` prints.
 """
 
 import contextlib
@@ -17,6 +18,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from ..._protocol.content import ContentBlock, parse_blocks
+from .http_connection import HttpConnection
 from .server_process import (
     INHERITED,
     ServerProcess,
@@ -35,6 +37,7 @@ async def connect(
     command: Sequence[str] | None = None,
     url: str | None = None,
     env: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> AsyncIterator[Client]:
     """An initialised MCP client session with the server, closed (and stopped) on exit.
 
@@ -42,6 +45,8 @@ async def connect(
         command: The command that starts the server over stdio, or
         url: its streamable HTTP URL.
         env: Variables for a server started as a command, on top of :data:`INHERITED`.
+        headers: HTTP headers for every request to a server reached by URL
+            (``Authorization: Bearer ...``).
 
     Raises:
         ServerNotFoundError: The command cannot be run.
@@ -51,10 +56,15 @@ async def connect(
     """
     if (command is None) == (url is None):
         raise ValueError("give the MCP server as a command or as a URL, not both")
+    if headers and url is None:
+        raise ValueError("headers are for a server reached by URL, not for a command")
     process = ServerProcess(command, env) if command is not None else None
+    http = HttpConnection(url, headers) if url is not None else None
     server = url or " ".join(command or ())
     async with contextlib.AsyncExitStack() as stack:
-        transport: Any = process.connect() if process is not None else url
+        transport: Any = process.connect() if process is not None else None
+        if http is not None:
+            transport = http.streams()
         try:
             client = await stack.enter_async_context(Client(transport))
         except Exception as exc:  # noqa: BLE001 - whatever the SDK raised, said in one line
@@ -66,6 +76,9 @@ async def connect(
                     f"the MCP server {server!r} {process.ending()} (it gets only {INHERITED}"
                     " from this environment: give the variables it needs with -e KEY=VALUE)"
                 ) from None
+            refusal = http.refusal() if http is not None else None
+            if refusal is not None:
+                raise McpServerError(f"the MCP server {server!r} {refusal}") from None
             raise McpServerError(
                 f"cannot reach the MCP server {server!r}: {failure_text(exc)}"
             ) from None
