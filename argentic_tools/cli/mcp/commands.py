@@ -108,7 +108,11 @@ async def mcp_serve_command(args: argparse.Namespace, stop: StopRequest) -> int:
         gc.freeze()
         tasks = None if journal is None else _load("tasks.task_store").TaskStore(journal)
         gateway = gateway_module.McpGateway(
-            manager, timeout=args.timeout, tasks=tasks, access=access
+            manager,
+            timeout=args.timeout,
+            tasks=tasks,
+            access=access,
+            drain_timeout=args.drain_timeout,
         )
         if address is not None:
             async with anyio.create_task_group() as group:
@@ -311,6 +315,15 @@ def add_serve_parser(commands: Commands) -> None:
         type=positive_seconds,
         default=None,
         help="seconds a call may take (30 if unset)",
+    )
+    mcp_serve.add_argument(
+        "--drain-timeout",
+        type=positive_seconds,
+        default=8.0,
+        metavar="SECONDS",
+        help="on SIGTERM or SIGINT: new calls get 503 with Retry-After, the calls in flight"
+        " get this long to finish, then those left are cancelled (their tools told) and the"
+        " gateway exits 0 (default: 8, under Docker's 10 s stop)",
     )
     mcp_serve.add_argument(
         "--journal",

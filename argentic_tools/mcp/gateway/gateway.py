@@ -62,6 +62,7 @@ from .conversion import mcp_result, mcp_tool, thread_of, trace_id_of
 from .listing_memo import ListingMemo
 from .names import McpNames
 from .stdin import cancellable_stdin
+from .stopping import StopGuard
 from .uvicorn_server import bound_port, uvicorn_server
 
 logger = logging.getLogger("argentic_tools.mcp")
@@ -69,8 +70,15 @@ logger = logging.getLogger("argentic_tools.mcp")
 STARTUP_SECONDS = 10.0
 """How long the HTTP server may take to listen."""
 
-DRAIN_SECONDS = 30.0
-"""How long a stopping gateway lets in-flight calls finish."""
+DRAIN_SECONDS = 8.0
+"""How long a stopping gateway lets in-flight calls finish (``--drain-timeout``); the
+calls still running then are cancelled, their tools told. Under Docker's 10 s ``stop``."""
+
+SHUTDOWN_SECONDS = 1
+"""How long the HTTP server, once drained, waits for its connections to close."""
+
+CANCELLED_SECONDS = 1.0
+"""How long a stopping gateway waits for the calls it cancelled to answer their clients."""
 
 QUIET_SECONDS = 0.5
 """How long a stopping gateway waits, after the last call finished, for a client's
@@ -112,6 +120,8 @@ class McpGateway:
         manager: An initialised manager (the gateway does not own it).
         timeout: Seconds a call may take; the manager's default when None.
         name: Server name shown to clients.
+        drain_timeout: Seconds a stopping gateway lets the calls in flight finish
+            before it cancels them.
 
     Example:
         >>> gateway = McpGateway(manager)  # doctest: +SKIP
@@ -128,6 +138,7 @@ class McpGateway:
         input_wait: float = INPUT_WAIT_SECONDS,
         tasks: TaskStore | None = None,
         access: TeamAccess | None = None,
+        drain_timeout: float = DRAIN_SECONDS,
     ) -> None:
         self.manager = manager
         self.access = access or TeamAccess()
@@ -138,6 +149,10 @@ class McpGateway:
         self._levels = LogLevels()
         self.in_flight = 0
         """Calls being served right now."""
+        self.drain_timeout = drain_timeout
+        self.stopping = False
+        """Whether the gateway is stopping: it refuses new calls over HTTP."""
+        self._calls: set[anyio.CancelScope] = set()
         self._bus = InMemorySubscriptionBus()
         self._sessions: set[ServerSession] = set()
         self._names = McpNames([])
@@ -339,24 +354,29 @@ class McpGateway:
         except LimitExceededError as exc:
             return refused(exc)
         self._active()
+        if not self.in_flight:
+            # A new event only when the gateway stops being idle: one replaced while calls
+            # were in flight would never be set, and a drain waiting on it would time out.
+            self._idle = anyio.Event()
         self.in_flight += 1
-        self._idle = anyio.Event()
+        scope = anyio.CancelScope()
+        self._calls.add(scope)
         try:
-            if modern and self._rounds.running:
-                outcome = await self._round(ctx, params, call)
-                if not isinstance(outcome, ToolResult):  # questions, or a task
-                    return outcome
-                result = outcome
-            else:
-                # One call served within one request (the handshake era's questions go out on it).
-                asker = None if modern else HandshakeAsker(ctx, self._levels).handlers()
-                result = await self._on_bus(call, asker, _progress_to(ctx), self.timeout)
+            with scope:
+                result = await self._serve_call(ctx, params, call, modern)
         finally:
+            self._calls.discard(scope)
             held.close()
             self.in_flight -= 1
             if not self.in_flight:
                 self._idle.set()
             self._active()
+        if scope.cancelled_caught:  # cancelled by the drain (see drain)
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=_STOPPED)], is_error=True
+            )
+        if not isinstance(result, ToolResult):  # questions, or a task
+            return result
         if isinstance(result, TaskErrorMessage) and result.error_code == "not_found":
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         if modern:
@@ -364,6 +384,20 @@ class McpGateway:
             if missing is not None:
                 raise missing
         return self.mcp_result(params.name, result)
+
+    async def _serve_call(
+        self,
+        ctx: ServerRequestContext[Any],
+        params: types.CallToolRequestParams,
+        call: "_BusCall",
+        modern: bool,
+    ) -> ToolResult | types.InputRequiredResult | dict[str, Any]:
+        """A call served over the bus, in this request or in rounds (2026-07-28)."""
+        if modern and self._rounds.running:
+            return await self._round(ctx, params, call)
+        # One call served within one request (the handshake era's questions go out on it).
+        asker = None if modern else HandshakeAsker(ctx, self._levels).handlers()
+        return await self._on_bus(call, asker, _progress_to(ctx), self.timeout)
 
     async def _on_bus(
         self,
@@ -440,7 +474,31 @@ class McpGateway:
 
     async def drained(self) -> None:
         """Return once no call is in flight."""
-        await self._idle.wait()
+        while self.in_flight:
+            await self._idle.wait()
+
+    async def drain(self) -> None:
+        """Stop: let the calls in flight finish, then cancel those left.
+
+        New calls are refused from now on (over HTTP: 503, see
+        :mod:`~argentic_tools.mcp.gateway.stopping`). Waits :attr:`drain_timeout` seconds at
+        most for the calls to finish and the clients to go quiet (see :meth:`settled`);
+        the calls still running then are cancelled (their tools are sent ``TOOL_CANCEL``)
+        and answer their clients with an error result.
+        """
+        self.stopping = True
+        with anyio.move_on_after(self.drain_timeout):
+            await self.settled()
+        if self.in_flight:
+            logger.warning(
+                "stopping: cancelling %d call(s) still running after %g s",
+                self.in_flight,
+                self.drain_timeout,
+            )
+            for scope in list(self._calls):
+                scope.cancel()
+            with anyio.move_on_after(CANCELLED_SECONDS):
+                await self.drained()
 
     # -- transports ------------------------------------------------------------------
 
@@ -468,8 +526,7 @@ class McpGateway:
         self, stop: Callable[[], Awaitable[None]], scope: anyio.CancelScope
     ) -> None:
         await stop()
-        with anyio.move_on_after(DRAIN_SECONDS):
-            await self.settled()
+        await self.drain()
         await self.tasks.stop()
         scope.cancel()
 
@@ -499,7 +556,8 @@ class McpGateway:
         """Serve streamable HTTP on ``http://host:port{path}`` until ``stop`` returns.
 
         ``task_status.started`` gets the port once it listens (useful with port 0).
-        In-flight calls finish before the server stops.
+        After ``stop``, new calls are refused with 503 and the calls in flight finish
+        (see :meth:`drain`) before the server stops.
         """
         import uvicorn
 
@@ -511,11 +569,13 @@ class McpGateway:
         )
         self.access.guard(app, path)
         config = uvicorn.Config(
-            app,
+            StopGuard(app, path, lambda: self.stopping),
             host=host,
             port=port,
             log_level="warning",
             lifespan="on",
+            # After the drain only idle streams are left: they do not hold the exit up.
+            timeout_graceful_shutdown=SHUTDOWN_SECONDS,
             log_config=None,
             **http_stack.uvicorn_options(),
         )
@@ -534,11 +594,13 @@ class McpGateway:
                     await anyio.sleep_forever()
                 else:
                     await stop()
-                with anyio.move_on_after(DRAIN_SECONDS):
-                    await self.settled()
+                await self.drain()
                 server.should_exit = True
             await self.tasks.stop()
             group.cancel_scope.cancel()
+
+
+_STOPPED = "The gateway stopped before the call finished; the tool was told to stop. Call again."
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
