@@ -1,10 +1,37 @@
-"""Log levels as Argentic names them, and rate-limited logging of dropped messages."""
+"""Log levels as Argentic names them, log formats for collectors, and rate-limited drops.
 
+:func:`configure_logging` is the one setup of a process's logging, used by every
+long-running command and by :func:`~argentic_tools.serve_main`: ``plain`` writes one
+dated record per line (``2026-11-28T22:37:02.123Z INFO logger message key=value``),
+``json`` one JSON object per line, and ``auto`` the caller's terminal handler (rich, for
+the command line) on a terminal and ``plain`` anywhere else (a file, a pipe, journald).
+"""
+
+import argparse
+import json
 import logging
+import os
 import sys
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from enum import IntEnum
-from typing import Any
+from typing import Any, TextIO
+
+LOG_FORMAT_VARIABLE = "ARGENTIC_TOOLS_LOG_FORMAT"
+"""The environment variable that sets ``--log-format``'s default."""
+
+LOG_FORMATS = ("auto", "plain", "json")
+"""``--log-format``'s choices."""
+
+# What every LogRecord has; any other attribute came from ``extra`` (a call's fields,
+# an InstanceLogger's client id). uvicorn's ``color_message`` repeats the message.
+_RECORD_ATTRIBUTES = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
+    "message",
+    "asctime",
+    "color_message",
+    "taskName",
+}
 
 
 class LogLevel(IntEnum):
@@ -125,3 +152,142 @@ class InstanceLogger(logging.LoggerAdapter[logging.Logger]):
             extra=options.get("extra"),
         )
         self.logger.handle(record)
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    """The record's time as ISO 8601 UTC with milliseconds: ``2026-11-28T22:37:02.123Z``."""
+    moment = datetime.fromtimestamp(record.created, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def record_fields(record: logging.LogRecord) -> dict[str, object]:
+    """The fields a record was given through ``extra`` (client_id, tool, task_id, ...)."""
+    return {
+        key: value
+        for key, value in record.__dict__.items()
+        if key not in _RECORD_ATTRIBUTES and not key.startswith("_") and value is not None
+    }
+
+
+def _one_line(text: str) -> str:
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _field_value(value: object) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    if text and not any(char in text for char in ' "=\n\r'):
+        return text
+    return json.dumps(text)
+
+
+class PlainFormatter(logging.Formatter):
+    r"""One record per line: time (UTC), level, logger, message, then ``key=value`` fields.
+
+    A message or a traceback over several lines stays on its line, its newlines written
+    as ``\n``, so a collector that reads lines never splits a record.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line."""
+        parts = [_timestamp(record), record.levelname, record.name, record.getMessage()]
+        parts += [f"{key}={_field_value(value)}" for key, value in record_fields(record).items()]
+        if record.exc_info:
+            parts.append(f"exc={_field_value(self.formatException(record.exc_info))}")
+        elif record.exc_text:
+            parts.append(f"exc={_field_value(record.exc_text)}")
+        if record.stack_info:
+            parts.append(f"stack={_field_value(record.stack_info)}")
+        return _one_line(" ".join(parts))
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ``time``, ``level``, ``logger``, ``message``, the fields.
+
+    The fields are the record's ``extra`` (``client_id``, ``tool``, ``task_id``,
+    ``trace_id``, ``user``, ...); an exception is ``exc``, its formatted traceback.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one JSON object, on one line."""
+        entry: dict[str, object] = {
+            "time": _timestamp(record),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for key, value in record_fields(record).items():
+            entry.setdefault(key, value)
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            entry["exc"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def default_log_format() -> str:
+    """``$ARGENTIC_TOOLS_LOG_FORMAT`` when it names a format, else ``auto``."""
+    value = os.environ.get(LOG_FORMAT_VARIABLE, "").strip().lower()
+    return value if value in LOG_FORMATS else "auto"
+
+
+def add_log_format_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--log-format auto|plain|json`` (default: ``$ARGENTIC_TOOLS_LOG_FORMAT``)."""
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default=default_log_format(),
+        help="how log records are written to stderr: auto (rich on a terminal, plain "
+        "elsewhere), plain (one dated line per record) or json (one object per line); "
+        f"${LOG_FORMAT_VARIABLE} sets the default",
+    )
+
+
+def log_handler(
+    log_format: str,
+    *,
+    stream: TextIO | None = None,
+    terminal: Callable[[], logging.Handler] | None = None,
+) -> logging.Handler:
+    """A handler writing ``log_format`` to ``stream`` (stderr).
+
+    ``terminal`` makes the handler ``auto`` uses when ``stream`` is a terminal; without
+    it, or off a terminal, ``auto`` is ``plain``.
+
+    Raises:
+        ValueError: ``log_format`` is not one of :data:`LOG_FORMATS`.
+
+    """
+    if log_format not in LOG_FORMATS:
+        raise ValueError(f"unknown log format {log_format!r}; use one of {', '.join(LOG_FORMATS)}")
+    out = sys.stderr if stream is None else stream
+    if log_format == "auto" and terminal is not None and _is_terminal(out):
+        return terminal()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else PlainFormatter())
+    return handler
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def configure_logging(
+    level: "LogLevel | str | int",
+    log_format: str = "auto",
+    *,
+    stream: TextIO | None = None,
+    terminal: Callable[[], logging.Handler] | None = None,
+) -> None:
+    """Set up the process's logging: one handler on the root logger, at ``level``.
+
+    Like :func:`logging.basicConfig`, it leaves a root logger that already has
+    handlers (an application's own setup, pytest's capture) as it is.
+    """
+    handler = log_handler(log_format, stream=stream, terminal=terminal)
+    handler.setLevel(parse_log_level(level))
+    logging.basicConfig(level=parse_log_level(level), handlers=[handler])

@@ -510,6 +510,7 @@ def add_parser(commands: Commands) -> None:
         "demo",
         "start the example tools and run a short scripted agent",
         ("argentic-tools demo", "argentic-tools demo --no-dashboard"),
+        long_running=True,
     )
     # Without --broker the demo starts the embedded broker instead of trying 1883.
     demo.add_argument(

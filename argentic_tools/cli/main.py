@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from rich.logging import RichHandler
 
 from .._errors import BrokerError, ToolsError
-from .._logging import LogLevel, parse_log_level
+from .._logging import LogLevel, configure_logging, default_log_format, parse_log_level
 from . import bench, demo
 from .calling import call
 from .common import (
@@ -77,10 +77,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _configure_logging(level: LogLevel, debug: bool) -> None:
-    handler = RichHandler(console=stderr, show_path=False, rich_tracebacks=debug)
-    handler.setLevel(level)
-    logging.basicConfig(level=level, format="%(message)s", datefmt="[%X]", handlers=[handler])
+def _configure_logging(level: LogLevel, log_format: str, debug: bool) -> None:
+    """Rich on a terminal (``auto``), else one record per line (``plain`` or ``json``).
+
+    A command without ``--log-format`` (a one-shot one) still follows
+    ``$ARGENTIC_TOOLS_LOG_FORMAT``, and writes plain lines off a terminal.
+    """
+
+    def terminal() -> logging.Handler:
+        return RichHandler(console=stderr, show_path=False, rich_tracebacks=debug)
+
+    configure_logging(level, log_format, stream=sys.stderr, terminal=terminal)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -93,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         level = parse_log_level(getattr(args, "log_level", "WARNING"))
     except ValueError as exc:
         parser.error(str(exc))
-    _configure_logging(level, debug)
+    _configure_logging(level, getattr(args, "log_format", None) or default_log_format(), debug)
     try:
         if hasattr(args, "sync"):
             return int(args.sync(args))

@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Sequence
 from typing import TypeAlias
 
+from .._logging import add_log_format_argument
 from .._tools.hosting.service import add_connection_arguments
 from .common import CliError
 
@@ -43,10 +44,12 @@ def add_command(
     examples: Sequence[str],
     *,
     client: bool = True,
+    long_running: bool = False,
 ) -> argparse.ArgumentParser:
     """Add a command with ``--debug``, a client's connection options, and help with defaults.
 
-    ``examples`` (command lines that work as written) end the command's help.
+    ``examples`` (command lines that work as written) end the command's help. A
+    ``long_running`` command (a server) also takes ``--log-format``.
     """
     # A fresh parent per command: argparse shares a parent's actions between its
     # children, so one command's set_defaults would change every other's defaults.
@@ -54,6 +57,8 @@ def add_command(
     options.add_argument("--debug", action="store_true", help="show tracebacks with errors")
     if client:
         add_connection_arguments(options)
+    if long_running:
+        add_log_format_argument(options)
     return commands.add_parser(
         name,
         help=help_text,

@@ -16,7 +16,7 @@ import anyio.abc
 
 from ..._errors import BrokerUnavailableError, RegistrationError, ToolsError
 from ..._lifecycle import AsyncResource
-from ..._logging import parse_log_level
+from ..._logging import add_log_format_argument, configure_logging, parse_log_level
 from ..._protocol.fleet_messages import ClientOfflineMessage
 from ..._protocol.topics import Topics
 from ..._telemetry import start_metrics_server
@@ -429,12 +429,13 @@ def serve_main(
     add_connection_arguments(parser)
     add_service_arguments(parser)
     parser.add_argument("--debug", action="store_true", help="send tracebacks with failures")
+    add_log_format_argument(parser)
     args = parser.parse_args(argv)
     try:
         level = parse_log_level(args.log_level)
     except ValueError as exc:
         parser.error(str(exc))
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(level, args.log_format)
     try:
         service = service_from_args(args, tools)
         asyncio.run(service.run())

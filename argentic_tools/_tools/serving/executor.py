@@ -216,7 +216,13 @@ class TaskExecutor:
         except AskError as exc:  # its caller did not answer: no traceback to log
             return self._fail(task, str(exc), "execution_error")
         except Exception as exc:  # noqa: BLE001 - any tool failure becomes an error reply
-            logger.warning("tool %r raised %s: %s", tool.name, type(exc).__name__, exc)
+            logger.warning(
+                "tool %r raised %s: %s",
+                tool.name,
+                type(exc).__name__,
+                exc,
+                extra=call_fields(tool.name, task),
+            )
             return self._fail(
                 task,
                 f"{type(exc).__name__}: {exc}",
@@ -339,6 +345,7 @@ class TaskExecutor:
                 self.tool.name,
                 task.task_id,
                 patience,
+                extra=call_fields(self.tool.name, task),
             )
         except (BrokerError, PayloadTooLargeError) as exc:
             logger.warning(
@@ -346,7 +353,23 @@ class TaskExecutor:
                 self.tool.name,
                 task.task_id,
                 exc,
+                extra=call_fields(self.tool.name, task),
             )
+
+
+def call_fields(tool: str, task: TaskMessage) -> dict[str, object]:
+    """The fields of a log record about ``task``: tool, task id, and its trace and user.
+
+    The plain and JSON log formats write them (``tool=add task_id=...``), so a
+    collector can find every line about one call.
+    """
+    context = task.context
+    fields: dict[str, object] = {"tool": tool, "task_id": task.task_id}
+    if context is not None and context.trace_id:
+        fields["trace_id"] = context.trace_id
+    if context is not None and context.user_id:
+        fields["user"] = context.user_id
+    return fields
 
 
 def _patience(local_deadline: float | None) -> float:

@@ -156,6 +156,7 @@ def add_parser(commands: Commands) -> None:
             f"argentic-tools dashboard  # http://{DEFAULT_ADDRESS}",
             "argentic-tools dashboard --http 127.0.0.1:0 --history calls.db",
         ),
+        long_running=True,
     )
     add_dashboard_arguments(dashboard)
     dashboard.set_defaults(run=dashboard_command, graceful=True, log_level="WARNING")

@@ -285,6 +285,7 @@ def add_serve_parser(commands: Commands) -> None:
             "argentic-tools mcp serve  # over stdio, for an MCP client to start",
             "argentic-tools mcp serve --http 127.0.0.1:8000  # http://127.0.0.1:8000/mcp",
         ),
+        long_running=True,
     )
     mcp_serve.add_argument(
         "--transport",
@@ -356,6 +357,7 @@ def add_bridge_parser(commands: Commands) -> None:
             "argentic-tools mcp bridge --url https://tools.example/mcp --header 'X-Team: ops'",
             "argentic-tools mcp bridge --root ~/site --server-log-level debug -- python server.py",
         ),
+        long_running=True,
     )
     mcp_bridge.add_argument(
         "--url", default=None, help="the MCP server's streamable HTTP URL (instead of a command)"

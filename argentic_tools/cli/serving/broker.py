@@ -31,6 +31,7 @@ def add_parser(commands: Commands) -> None:
         "run the embedded MQTT broker until Ctrl-C",
         ("argentic-tools broker", "argentic-tools broker --port 1884"),
         client=False,
+        long_running=True,
     )
     broker.add_argument("--host", default="127.0.0.1", help="address to listen on")
     broker.add_argument("--port", type=int, default=1883, help="TCP port (0 picks a free one)")

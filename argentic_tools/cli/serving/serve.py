@@ -42,6 +42,7 @@ def add_parser(commands: Commands) -> None:
             "argentic-tools serve tool_clients.weather --max-concurrency 8 --session persistent",
             "argentic-tools serve tool_clients/calculator.py --reload  # served again on each edit",
         ),
+        long_running=True,
     )
     serve.add_argument(
         "tools",
