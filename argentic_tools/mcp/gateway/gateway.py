@@ -48,6 +48,7 @@ from ..._agent.calls.participation.handlers import CallerHandlers
 from ..._agent.calls.pending.progress import ProgressCallback
 from ..._agent.fleet.info import ToolInfo
 from ..._agent.manager import ToolManager
+from ..._probes import Probes, manager_readiness
 from ..._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from ..._version import __version__
 from .. import _internals
@@ -499,7 +500,8 @@ class McpGateway:
         """Serve streamable HTTP on ``http://host:port{path}`` until ``stop`` returns.
 
         ``task_status.started`` gets the port once it listens (useful with port 0).
-        In-flight calls finish before the server stops.
+        In-flight calls finish before the server stops. ``/healthz`` (``/livez``) and
+        ``/readyz`` answer without authentication (see :mod:`argentic_tools._probes`).
         """
         import uvicorn
 
@@ -511,7 +513,7 @@ class McpGateway:
         )
         self.access.guard(app, path)
         config = uvicorn.Config(
-            app,
+            Probes(app, manager_readiness(self.manager)),  # ahead of auth: see _probes
             host=host,
             port=port,
             log_level="warning",
