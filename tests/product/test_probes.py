@@ -90,6 +90,8 @@ async def test_a_gateway_with_auth_keys_answers_probes_without_a_key_and_unready
         assert refused.status_code == 401  # the MCP endpoint itself still needs a key
         await check_ready(base)
         await stop_broker_and_check_probes(broker, base)
+        await anyio.to_thread.run_sync(broker.start)  # ready again by itself, no restart
+        await check_ready(base)
 
 
 async def test_a_dashboard_with_a_token_answers_its_probes_without_it_and_unready_without_broker(
