@@ -708,6 +708,15 @@ class ToolManager(AsyncResource):
         )
 
     @property
+    def settled(self) -> bool:
+        """Whether the connection is up and the registry has settled (what ``/readyz`` reports).
+
+        False while the broker connection is down, and for a moment after the manager
+        starts or reconnects, while live tools register again (see ``Settling``).
+        """
+        return not self._settling.active()
+
+    @property
     def registry_version(self) -> int:
         """A number that grows whenever the registry changes (cheap to compare)."""
         return self._registry.version

@@ -17,6 +17,8 @@ Routes:
   and answers with its result;
 - ``GET /api/history?tool=&thread=&outcome=&before=&limit=``: older calls, newest
   first, from the file of a :class:`~argentic_tools.SqliteRecorder` (with ``history``).
+- ``GET /healthz`` (``/livez``) and ``GET /readyz``: the probes, answered outside the
+  access rules (see :mod:`argentic_tools._probes`).
 
 Access rules (loopback, token, same origin) are :class:`~.access.AccessGuard`'s.
 """
@@ -45,6 +47,7 @@ from starlette.types import ASGIApp
 from .._agent.manager import ToolManager
 from .._agent.records.history import SqliteRecorder
 from .._errors import BrokerError, ProtocolError
+from .._probes import Probes, manager_readiness
 from .._protocol.messages import (
     CallContext,
     TaskErrorMessage,
@@ -158,7 +161,10 @@ class Dashboard:
         )
         bound = int(listener.getsockname()[1])
         config = uvicorn.Config(
-            AccessGuard(self.app(), self.token, bound, verifier=self.verifier),
+            Probes(  # ahead of the access rules: see _probes
+                AccessGuard(self.app(), self.token, bound, verifier=self.verifier),
+                self._not_ready,
+            ),
             log_level="warning",
             log_config=None,
             lifespan="off",
@@ -238,6 +244,13 @@ class Dashboard:
                 Mount("/static", StaticFiles(directory=STATIC)),
             ]
         )
+
+    def _not_ready(self) -> str | None:
+        """Why ``/readyz`` answers 503: the manager's state, or the observer's connection."""
+        reason = manager_readiness(self.manager)()
+        if reason is None and not self.observer.is_connected():
+            return "broker connection down"
+        return reason
 
     def snapshot(self) -> dict[str, Any]:
         """Everything the page shows, as JSON-ready data."""

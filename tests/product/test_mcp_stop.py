@@ -54,8 +54,9 @@ class Started:
         self.event.set()
 
 
-async def call_after_sigterm(url: str) -> httpx.Response:
-    """A new call sent once the gateway has heard SIGTERM: the first answer refusing it.
+async def call_after_sigterm(url: str) -> tuple[httpx.Response, httpx.Response]:
+    """A new call sent once the gateway has heard SIGTERM: the first answer refusing it,
+    and what ``/readyz`` says then.
 
     Until the signal is handled a call may still be taken (it starts and ends at once).
     """
@@ -64,15 +65,15 @@ async def call_after_sigterm(url: str) -> httpx.Response:
         while True:
             response = await http.post(url, json=NEW_CALL, headers=headers)
             if response.status_code == 503:
-                return response
+                return response, await http.get(url.rsplit("/", 1)[0] + "/readyz")
             await anyio.sleep(0.02)
 
 
 async def stop_during(
     url: str, process: Process, arguments: dict[str, object]
-) -> tuple[types.CallToolResult, httpx.Response]:
+) -> tuple[types.CallToolResult, httpx.Response, httpx.Response]:
     """Call ``steps`` with ``arguments``, SIGTERM the gateway once the call runs, send a new
-    call: the first call's result and the new call's response."""
+    call: the first call's result, the new call's response and ``/readyz``'s then."""
     started = Started()
     results: list[types.CallToolResult] = []
     async with Client(url) as client, anyio.create_task_group() as group:
@@ -83,8 +84,8 @@ async def stop_during(
         group.start_soon(in_flight)
         await started.event.wait()
         process.send_signal(signal.SIGTERM)
-        refused = await call_after_sigterm(url)
-    return results[0], refused
+        refused, readiness = await call_after_sigterm(url)
+    return results[0], refused, readiness
 
 
 async def test_sigterm_refuses_new_calls_lets_the_call_in_flight_finish_and_exits_0(
@@ -92,9 +93,14 @@ async def test_sigterm_refuses_new_calls_lets_the_call_in_flight_finish_and_exit
 ) -> None:
     async with http_gateway(mosquitto.url, prefix) as (url, process):
         with anyio.fail_after(30):
-            result, refused = await stop_during(url, process, {"count": 20, "interval": 0.1})
+            result, refused, readiness = await stop_during(
+                url, process, {"count": 20, "interval": 0.1}
+            )
             await process.wait()
     assert refused.headers["Retry-After"] == "1"
+    # A load balancer polling /readyz stops sending traffic too.
+    assert readiness.status_code == 503
+    assert readiness.json() == {"status": "unavailable", "reason": "stopping"}
     assert refused.json()["id"] == NEW_CALL["id"]
     assert "stopping" in refused.json()["error"]["message"]
     assert not result.is_error, result
@@ -108,7 +114,7 @@ async def test_a_call_longer_than_the_drain_timeout_is_cancelled_at_its_tool_and
     arguments = {"count": 300, "interval": 0.1, "label": "long", "directory": str(tmp_path)}
     async with http_gateway(mosquitto.url, prefix, "--drain-timeout", "1") as (url, process):
         with anyio.fail_after(30):
-            result, refused = await stop_during(url, process, arguments)
+            result, refused, _ = await stop_during(url, process, arguments)
             await process.wait()
             while "long.stopped" not in os.listdir(tmp_path):
                 await anyio.sleep(0.02)

@@ -32,7 +32,8 @@ def add_dashboard_arguments(parser: argparse.ArgumentParser) -> None:
         "--http",
         metavar="HOST:PORT",
         default=DEFAULT_ADDRESS,
-        help="address to serve the dashboard on (port 0 picks a free one)",
+        help="address to serve the dashboard on (port 0 picks a free one); /healthz and"
+        " /readyz answer there without the token",
     )
     parser.add_argument(
         "--allow-remote",

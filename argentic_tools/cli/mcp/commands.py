@@ -298,7 +298,8 @@ def add_serve_parser(commands: Commands) -> None:
         metavar="HOST:PORT",
         default=None,
         help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio"
-        " (127.0.0.1:8000 with --transport streamable-http alone)",
+        " (127.0.0.1:8000 with --transport streamable-http alone); /healthz and /readyz"
+        " answer there without authentication",
     )
     mcp_serve.add_argument(
         "--path",

@@ -48,6 +48,7 @@ from ..._agent.calls.participation.handlers import CallerHandlers
 from ..._agent.calls.pending.progress import ProgressCallback
 from ..._agent.fleet.info import ToolInfo
 from ..._agent.manager import ToolManager
+from ..._probes import Probes, manager_readiness
 from ..._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from ..._version import __version__
 from .. import _internals
@@ -472,6 +473,12 @@ class McpGateway:
         """
         return mcp_result(result, self._listed.get(name))
 
+    def _not_ready(self) -> str | None:
+        """Why ``/readyz`` turns a load balancer away (None: ready): stopping, or the bus."""
+        if self.stopping:
+            return "stopping"
+        return manager_readiness(self.manager)()
+
     async def drained(self) -> None:
         """Return once no call is in flight."""
         while self.in_flight:
@@ -557,7 +564,9 @@ class McpGateway:
 
         ``task_status.started`` gets the port once it listens (useful with port 0).
         After ``stop``, new calls are refused with 503 and the calls in flight finish
-        (see :meth:`drain`) before the server stops.
+        (see :meth:`drain`) before the server stops. ``/healthz`` (``/livez``) and
+        ``/readyz`` answer without authentication (see :mod:`argentic_tools._probes`);
+        ``/readyz`` is 503 ``stopping`` from ``stop`` on.
         """
         import uvicorn
 
@@ -569,7 +578,8 @@ class McpGateway:
         )
         self.access.guard(app, path)
         config = uvicorn.Config(
-            StopGuard(app, path, lambda: self.stopping),
+            # The probes ahead of everything (auth too: see _probes), then the stop guard.
+            Probes(StopGuard(app, path, lambda: self.stopping), self._not_ready),
             host=host,
             port=port,
             log_level="warning",
