@@ -325,7 +325,7 @@ def add_serve_parser(commands: Commands) -> None:
         metavar="SECONDS",
         help="on SIGTERM or SIGINT: new calls get 503 with Retry-After, the calls in flight"
         " get this long to finish, then those left are cancelled (their tools told) and the"
-        " gateway exits 0 (default: 8, under Docker's 10 s stop)",
+        " gateway exits 0 (default: %(default)g, under Docker's 10 s stop)",
     )
     mcp_serve.add_argument(
         "--journal",
