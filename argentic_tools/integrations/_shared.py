@@ -23,6 +23,7 @@ from .._agent.calls.participation.handlers import (
     CallerHandlers,
     CallRef,
     ElicitHandler,
+    HandlerKeywords,
     handlers_of,
 )
 from .._agent.calls.pending.progress import ProgressCallback
@@ -63,7 +64,7 @@ class Listed:
     optional ones nullable; a null the model sends for one is read as "the default")."""
 
 
-class SettingsKeywords(SharedKeywords, total=False):
+class SettingsKeywords(SharedKeywords, HandlerKeywords, total=False):
     """What each call of an adapter's tools carries besides its arguments, as keywords.
 
     Every adapter (``FleetTools``, ``FleetToolset``, ``langchain_tools``,

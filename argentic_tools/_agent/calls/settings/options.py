@@ -16,7 +16,7 @@ carries it as ``timeout_seconds`` and as an absolute ``deadline`` (see
 """
 
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 from ...._protocol.messages import CallContext, ToolCallRequest
 from ..participation.handlers import CallerHandlers, HandlerKeywords, handlers_of
@@ -30,8 +30,13 @@ from ..pending.progress import (
 )
 
 
-class SharedKeywords(HandlerKeywords, total=False):
-    """The settings a single call and a batch take alike (see :class:`CallKeywords`)."""
+class SharedKeywords(TypedDict, total=False):
+    """The settings a single call, a batch and an adapter take alike, besides the handlers.
+
+    Each front door's keywords combine these with :class:`HandlerKeywords` (the handlers
+    one by one): :class:`CallKeywords`, :class:`BatchKeywords`, the adapters'
+    ``SettingsKeywords``.
+    """
 
     idle_timeout: float | None
     """For long work: the call times out after this many seconds without a progress
@@ -48,7 +53,7 @@ class SharedKeywords(HandlerKeywords, total=False):
     (``on_elicit=``, ...) wins over this one's."""
 
 
-class CallKeywords(SharedKeywords, total=False):
+class CallKeywords(SharedKeywords, HandlerKeywords, total=False):
     """The keyword settings of one call: ``execute_tool(name, arguments, **keywords)``.
 
     ``execute_tool`` and ``stream_tool`` take these after their positional parameters
@@ -73,7 +78,7 @@ class CallKeywords(SharedKeywords, total=False):
     """The trace, put in ``context``."""
 
 
-class BatchKeywords(SharedKeywords, total=False):
+class BatchKeywords(SharedKeywords, HandlerKeywords, total=False):
     """The settings every call of a batch shares: ``execute_tools(calls, **keywords)``.
 
     ``execute_tools`` takes ``thread_id`` and ``trace_id`` by position too;
