@@ -28,7 +28,12 @@ from pathlib import Path
 from argentic_tools import Messager, ToolManager, Topics, serve_main, tool
 from benchmarks.harness import cli
 from benchmarks.harness.procs import PACKAGE_PARENT, Children
-from benchmarks.harness.results import RESULTS_DIR, add_results_arguments, results_file
+from benchmarks.harness.results import (
+    RESULTS_DIR,
+    add_results_arguments,
+    results_file,
+    write_report,
+)
 from benchmarks.harness.stats import fmt, median, percentile
 
 COMMITTED = RESULTS_DIR / "cluster.md"
@@ -144,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
         if owned:
             cluster(directory, "down")
     target = results_file(args)
-    target.write_text(text)
+    write_report(target, text)
     print(text)
     cli.log(f"written: {target}")
     return 0

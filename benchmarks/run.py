@@ -27,7 +27,7 @@ from benchmarks.harness import cli
 from benchmarks.harness.broker import Mosquitto, port_in_use
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.procs import Children
-from benchmarks.harness.results import add_results_arguments, results_dir, write_report
+from benchmarks.harness.results import add_results_arguments, results_dir, stamped, write_report
 
 ALL_SCENARIOS = "abcdef"
 
@@ -275,6 +275,7 @@ def measure(args: argparse.Namespace) -> int:
         "targets": [],
     }
     markdown, data["targets"] = build_markdown(data)
+    markdown = stamped(markdown)  # printed as written
     print(markdown)
     directory = results_dir(args)
     write_report(directory / "latest.md", markdown, data)

@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from argentic_tools.mcp.bridge.client import connect, list_tools  # noqa: E402
 from benchmarks.harness.procs import Child, Children  # noqa: E402
+from benchmarks.harness.results import write_report  # noqa: E402
 from tests.support.brokers import running_mosquitto  # noqa: E402
 from tests.support.conformance_tools import TOOL_NAMES  # noqa: E402
 
@@ -378,7 +379,7 @@ def main() -> int:
         ]
     text = report(runs, node_version, time.monotonic() - started)
     target = RESULTS if options.update_results else WORK / "report.md"
-    target.write_text(text + "\n", encoding="utf-8")
+    write_report(target, text + "\n")
     print(f"report: {target.relative_to(ROOT)}; {time.monotonic() - started:.1f} s in all")
     for problem in problems:
         print(f"conformance: {problem}", file=sys.stderr)

@@ -8,9 +8,14 @@ import argparse
 import json
 import os
 import re
+import shlex
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from .machine import git_revision
 
 _HERE = Path(__file__).resolve().parents[1]
 # In a source checkout the results go next to the benchmarks; from an installed package
@@ -83,9 +88,40 @@ def to_json(data: dict[str, Any]) -> str:
     return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(re.split(r",\s*", m[1])) + "]", text)
 
 
+STAMP = "Measured at commit"
+"""How a report's stamp begins (see :func:`stamped`)."""
+
+
+def stamped(markdown: str) -> str:
+    """``markdown`` with a line under its title naming the commit, load and command.
+
+    Every report says what it measured: ``HEAD`` (and a hash of the library's
+    uncommitted changes, if any), the 1-minute load average when it was written, and the
+    command line that wrote it. A report stamped already is left as it is.
+    """
+    if STAMP in markdown:
+        return markdown
+    try:
+        revision = git_revision()
+    except (OSError, subprocess.CalledProcessError):
+        revision = "unknown (no git checkout)"
+    main = sys.modules["__main__"]
+    spec = getattr(main, "__spec__", None)
+    command = (
+        ["python", "-m", spec.name, *sys.argv[1:]] if spec is not None else ["python", *sys.argv]
+    )
+    stamp = (
+        f"{STAMP} `{revision}`; load {os.getloadavg()[0]:.2f} when written; "
+        f"`{shlex.join(command)}`."
+    )
+    title, _, rest = markdown.partition("\n")
+    return f"{title}\n\n{stamp}\n{rest}" if title.startswith("#") else f"{stamp}\n\n{markdown}"
+
+
 def write_report(path: Path, markdown: str, data: dict[str, Any] | None = None) -> None:
-    """The Markdown report at ``path`` and, given ``data``, its JSON beside it (``.json``)."""
+    """The Markdown report at ``path``, :func:`stamped`, and, given ``data``, its JSON
+    beside it (``.json``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown)
+    path.write_text(stamped(markdown))
     if data is not None:
         path.with_suffix(".json").write_text(to_json(data) + "\n")
