@@ -44,14 +44,26 @@ from .._protocol.topics import (
 from .._telemetry import start_metrics_server
 from .._transport import Messager
 from .calls.batches.batch import run_batch
-from .calls.participation.handlers import NO_HANDLERS, CallerHandlers, HandlerKeywords, handlers_of
+from .calls.participation.handlers import (
+    HANDLER_KEYS,
+    NO_HANDLERS,
+    CallerHandlers,
+    HandlerKeywords,
+    handlers_of,
+)
 from .calls.pending.pending import CallSpec
 from .calls.results.streams import ToolStream
 from .calls.running.book import CallBook
 from .calls.running.delivery import Delivery
 from .calls.running.fleet_changes import apply_change
 from .calls.running.runner import CANCEL_SEND_SECONDS, CallRunner
-from .calls.settings.options import BatchKeywords, CallKeywords, CallOptions, call_field
+from .calls.settings.options import (
+    BatchKeywords,
+    CallKeywords,
+    CallOptions,
+    call_field,
+    refuse_unknown,
+)
 from .fleet.exports import ExportFormat, export
 from .fleet.info import ToolInfo
 from .fleet.membership import Membership
@@ -198,6 +210,7 @@ class ToolManager(AsyncResource):
         handlers: CallerHandlers | None = None,
         **handler_keywords: Unpack[HandlerKeywords],
     ) -> None:
+        refuse_unknown(handler_keywords, HANDLER_KEYS)  # a misspelt keyword is an error
         self.messager = messager
         self.journal = _journal_for(journal, messager)
         """Where calls are kept until they end, to outlive this process (None: nowhere)."""

@@ -141,6 +141,10 @@ class HandlerKeywords(TypedDict, total=False):
     """Names the caller's roots (``on_roots(call)``)."""
 
 
+HANDLER_KEYS = frozenset(HandlerKeywords.__optional_keys__)
+"""The handlers' keywords: ``on_elicit``, ``on_sample``, ``on_log``, ``on_roots``."""
+
+
 def handlers_of(
     keywords: "HandlerKeywords | Mapping[str, Any]", handlers: CallerHandlers | None = None
 ) -> CallerHandlers | None:
