@@ -63,21 +63,17 @@ class Probes:
             await _answer(send, scope, 503, {"status": "unavailable", "reason": reason})
 
 
-def manager_readiness(manager: "ToolManager") -> Readiness:
-    """The readiness of a server over one :class:`~argentic_tools.ToolManager`.
+def manager_not_ready(manager: "ToolManager") -> str | None:
+    """Why a server over ``manager`` is not ready (None: it is).
 
     Not ready while the manager's broker connection is down, or while its registry is
     still settling after a start or a reconnection.
     """
-
-    def not_ready() -> str | None:
-        if not manager.messager.is_connected():
-            return "broker connection down"
-        if not manager.settled:
-            return "registry settling"
-        return None
-
-    return not_ready
+    if not manager.messager.is_connected():
+        return "broker connection down"
+    if not manager.settled:
+        return "registry settling"
+    return None
 
 
 async def _answer(

@@ -47,7 +47,7 @@ from starlette.types import ASGIApp
 from .._agent.manager import ToolManager
 from .._agent.records.history import SqliteRecorder
 from .._errors import BrokerError, ProtocolError
-from .._probes import Probes, manager_readiness
+from .._probes import Probes, manager_not_ready
 from .._protocol.messages import (
     CallContext,
     TaskErrorMessage,
@@ -247,7 +247,7 @@ class Dashboard:
 
     def _not_ready(self) -> str | None:
         """Why ``/readyz`` answers 503: the manager's state, or the observer's connection."""
-        reason = manager_readiness(self.manager)()
+        reason = manager_not_ready(self.manager)
         if reason is None and not self.observer.is_connected():
             return "broker connection down"
         return reason

@@ -253,9 +253,9 @@ class FleetTool(FunctionTool):
             on_progress=on_progress,
             on_chunk=on_chunk,
             handlers=CallerHandlers(
-                on_elicit=None
-                if ctx is None or not asks
-                else pause.asking(self._asking(ctx, contextvars.copy_context())),
+                on_elicit=pause.asking(self._asking(ctx, contextvars.copy_context()))
+                if asks and ctx is not None
+                else None,
                 on_log=None if ctx is None else _logging(emit),
             ),
         )

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from argentic_tools._probes import Probes, manager_readiness
+from argentic_tools._probes import Probes, manager_not_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +49,7 @@ async def test_readyz_answers_the_managers_state_ahead_of_the_apps_authenticatio
     connected: bool, settled: bool, expected: tuple[int, Any]
 ) -> None:
     manager = fake_manager(connected=connected, settled=settled)
-    app = Probes(refuse_everything, manager_readiness(manager))
+    app = Probes(refuse_everything, lambda: manager_not_ready(manager))
     assert await get(app, "/readyz") == expected
     assert await get(app, "/healthz") == (200, {"status": "ok"})
     assert await get(app, "/livez") == (200, {"status": "ok"})

@@ -48,7 +48,7 @@ from ..._agent.calls.participation.handlers import CallerHandlers
 from ..._agent.calls.pending.progress import ProgressCallback
 from ..._agent.fleet.info import ToolInfo
 from ..._agent.manager import ToolManager
-from ..._probes import Probes, manager_readiness
+from ..._probes import Probes, manager_not_ready
 from ..._protocol.messages import CallContext, TaskErrorMessage, ToolResult
 from ..._version import __version__
 from .. import _internals
@@ -148,8 +148,6 @@ class McpGateway:
         self.timeout = timeout
         self._rounds = InputRounds(input_wait)
         self._levels = LogLevels()
-        self.in_flight = 0
-        """Calls being served right now."""
         self.drain_timeout = drain_timeout
         self.stopping = False
         """Whether the gateway is stopping: it refuses new calls over HTTP."""
@@ -355,11 +353,10 @@ class McpGateway:
         except LimitExceededError as exc:
             return refused(exc)
         self._active()
-        if not self.in_flight:
+        if not self._calls:
             # A new event only when the gateway stops being idle: one replaced while calls
             # were in flight would never be set, and a drain waiting on it would time out.
             self._idle = anyio.Event()
-        self.in_flight += 1
         scope = anyio.CancelScope()
         self._calls.add(scope)
         try:
@@ -368,8 +365,7 @@ class McpGateway:
         finally:
             self._calls.discard(scope)
             held.close()
-            self.in_flight -= 1
-            if not self.in_flight:
+            if not self._calls:
                 self._idle.set()
             self._active()
         if scope.cancelled_caught:  # cancelled by the drain (see drain)
@@ -473,11 +469,16 @@ class McpGateway:
         """
         return mcp_result(result, self._listed.get(name))
 
+    @property
+    def in_flight(self) -> int:
+        """Calls being served right now."""
+        return len(self._calls)
+
     def _not_ready(self) -> str | None:
         """Why ``/readyz`` turns a load balancer away (None: ready): stopping, or the bus."""
         if self.stopping:
             return "stopping"
-        return manager_readiness(self.manager)()
+        return manager_not_ready(self.manager)
 
     async def drained(self) -> None:
         """Return once no call is in flight."""
