@@ -42,9 +42,10 @@ from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .. import _internals
+from ..asgi import read_body, replay, send_response
 from .auth import bearer_challenge
 from .limits import RETRY_META, LimitExceededError, Limits, retry_after_header
 from .views import Caller, Views
@@ -365,7 +366,7 @@ class EndpointGuard:
                 await _answer(send, 403, "insufficient_scope", description, challenge)
                 return
         if self.access.limits and scope.get("method") == "POST":
-            body = await _read_body(receive)
+            body = await read_body(receive)
             refusal, seen = self._rate_refusal(body, user)
             if refusal is not None:
                 await refusal(send)
@@ -373,7 +374,7 @@ class EndpointGuard:
             scope = (
                 {**scope, ADMITTED: True} if seen is None else {**scope, ADMITTED: True, SEEN: seen}
             )
-            receive = _replay(body, receive)
+            receive = replay(body, receive)
         await self.app(scope, receive, send)
 
     def _challenge(self, error: str | None, description: str, scopes: Sequence[str]) -> str:
@@ -426,7 +427,7 @@ def _too_many(request_id: Any, exc: LimitExceededError) -> Callable[[Send], Awai
             (b"content-type", b"application/json"),
             (b"retry-after", retry_after_header(exc.retry_after).encode()),
         ]
-        await _send(send, 429, headers, body)
+        await send_response(send, 429, headers, body)
 
     return answer
 
@@ -434,35 +435,4 @@ def _too_many(request_id: Any, exc: LimitExceededError) -> Callable[[Send], Awai
 async def _answer(send: Send, status: int, error: str, description: str, challenge: str) -> None:
     body = json.dumps({"error": error, "error_description": description}).encode()
     headers = [(b"content-type", b"application/json"), (b"www-authenticate", challenge.encode())]
-    await _send(send, status, headers, body)
-
-
-async def _send(send: Send, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
-    headers = [*headers, (b"content-length", str(len(body)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
+    await send_response(send, status, headers, body)

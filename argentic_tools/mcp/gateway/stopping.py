@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from ..asgi import read_body, replay, send_response
+
 RETRY_AFTER_SECONDS = 1
 """What a refused client is told to wait before trying again (``Retry-After``)."""
 
@@ -65,37 +67,14 @@ class StopGuard:
         ):
             await self.app(scope, receive, send)
             return
-        chunks: list[bytes] = []
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":  # the client left
-                return
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
+        body = await read_body(receive)
         error = refused_call(body)
         if error is not None:
-            await _send_refusal(send, error)
+            content = json.dumps(error).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"retry-after", str(RETRY_AFTER_SECONDS).encode()),
+            ]
+            await send_response(send, 503, headers, content)
             return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()  # a disconnect, when it comes
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
-
-
-async def _send_refusal(send: Any, error: dict[str, Any]) -> None:
-    content = json.dumps(error).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(content)).encode()),
-        (b"retry-after", str(RETRY_AFTER_SECONDS).encode()),
-    ]
-    await send({"type": "http.response.start", "status": 503, "headers": headers})
-    await send({"type": "http.response.body", "body": content})
+        await self.app(scope, replay(body, receive), send)
