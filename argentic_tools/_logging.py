@@ -190,13 +190,8 @@ class PlainFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         """The record as one line."""
         parts = [_timestamp(record), record.levelname, record.name, record.getMessage()]
-        parts += [f"{key}={_field_value(value)}" for key, value in record_fields(record).items()]
-        if record.exc_info:
-            parts.append(f"exc={_field_value(self.formatException(record.exc_info))}")
-        elif record.exc_text:
-            parts.append(f"exc={_field_value(record.exc_text)}")
-        if record.stack_info:
-            parts.append(f"stack={_field_value(record.stack_info)}")
+        fields = {**record_fields(record), **_trailer(self, record)}
+        parts += [f"{key}={_field_value(value)}" for key, value in fields.items()]
         return _one_line(" ".join(parts))
 
 
@@ -217,13 +212,14 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in record_fields(record).items():
             entry.setdefault(key, value)
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        elif record.exc_text:
-            entry["exc"] = record.exc_text
-        if record.stack_info:
-            entry["stack"] = record.stack_info
+        entry.update(_trailer(self, record))
         return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def _trailer(formatter: logging.Formatter, record: logging.LogRecord) -> dict[str, str]:
+    """A record's exception (``exc``, its traceback) and stack (``stack``), when it has them."""
+    exc = formatter.formatException(record.exc_info) if record.exc_info else record.exc_text
+    return {key: value for key, value in (("exc", exc), ("stack", record.stack_info)) if value}
 
 
 def default_log_format() -> str:
