@@ -38,7 +38,7 @@ from benchmarks.harness import cli
 from benchmarks.harness.broker import Mosquitto
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.procs import Children
-from benchmarks.harness.results import RESULTS_DIR, write_report
+from benchmarks.harness.results import RESULTS_DIR, stamped, write_report
 
 RESULTS = RESULTS_DIR / "big_batch.md"
 RESULTS_UNFROZEN = RESULTS_DIR / "big_batch_no_gc_freeze.md"
@@ -263,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         data = cli.run_async(measure(broker.url, Topics.with_prefix(prefix), args.calls, freeze))
         info = machine_info(binary)
     text = report(data, info, args.calls, freeze)
+    text = stamped(text)  # printed as written
     print(text)
     if args.results != "-":
         default = RESULTS_UNFROZEN if freeze is False else RESULTS

@@ -32,6 +32,7 @@ from benchmarks.harness.results import (
     RESULTS_DIR,
     add_results_arguments,
     results_file,
+    stamped,
     write_report,
 )
 from benchmarks.harness.stats import fmt, median, percentile
@@ -149,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
         if owned:
             cluster(directory, "down")
     target = results_file(args)
+    text = stamped(text)  # printed as written
     write_report(target, text)
     print(text)
     cli.log(f"written: {target}")

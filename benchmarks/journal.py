@@ -40,6 +40,7 @@ from benchmarks.harness.results import (
     RESULTS_DIR,
     add_results_arguments,
     results_file,
+    stamped,
     write_report,
 )
 from benchmarks.harness.stats import percentile
@@ -218,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
         measured = cli.run_async(measure(broker.url, Topics.with_prefix(prefix), args))
     info["load_after"] = list(os.getloadavg())
     text = report(measured, info, args)
+    text = stamped(text)  # printed as written
     print(text)
     path = results_file(args)
     write_report(

@@ -38,7 +38,7 @@ from benchmarks.harness import cli
 from benchmarks.harness.broker import Mosquitto
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.procs import Children
-from benchmarks.harness.results import RESULTS_DIR, write_report
+from benchmarks.harness.results import RESULTS_DIR, stamped, write_report
 
 RESULTS = RESULTS_DIR / "long_calls.md"
 
@@ -271,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
         data = cli.run_async(measure(broker.url, Topics.with_prefix(prefix)))
         info = machine_info(binary)
     text = report(data, info)
+    text = stamped(text)  # printed as written
     print(text)
     if args.results != "-":
         write_report(Path(args.results), text)

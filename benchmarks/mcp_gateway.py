@@ -49,7 +49,7 @@ from benchmarks.harness.broker import Mosquitto, free_port
 from benchmarks.harness.machine import machine_info, package_version
 from benchmarks.harness.measure import cpu_ticks
 from benchmarks.harness.procs import Children
-from benchmarks.harness.results import RESULTS_DIR, write_report
+from benchmarks.harness.results import RESULTS_DIR, stamped, write_report
 from benchmarks.harness.stats import fmt_range, percentile
 
 RESULTS = RESULTS_DIR / "mcp_gateway.md"
@@ -287,6 +287,7 @@ def run(args: argparse.Namespace) -> int:
             )
         info = machine_info(binary)
     text = report(rows, measured, lists, count, info, args)
+    text = stamped(text)  # printed as written
     print(text)
     if args.results != "-":
         write_report(Path(args.results), text)

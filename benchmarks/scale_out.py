@@ -52,7 +52,7 @@ from benchmarks.harness.broker import Mosquitto
 from benchmarks.harness.machine import git_revision, machine_info
 from benchmarks.harness.measure import cpu_ticks
 from benchmarks.harness.peers import Peer, Peers
-from benchmarks.harness.results import add_results_arguments, results_dir, write_report
+from benchmarks.harness.results import add_results_arguments, results_dir, stamped, write_report
 from benchmarks.scale_out_counters import SysReader, delta
 from benchmarks.scale_out_report import (
     CLOCK_TICKS,
@@ -327,6 +327,7 @@ def measure(args: argparse.Namespace) -> int:
     }
     markdown = build_markdown(data)
     out = results_dir(args)
+    markdown = stamped(markdown)  # printed as written
     write_report(out / "scale_out.md", markdown, data)
     print(markdown)
     cli.log(f"wrote {out / 'scale_out.md'} and {out / 'scale_out.json'}")

@@ -50,7 +50,7 @@ from benchmarks.harness import cli
 from benchmarks.harness.broker import Mosquitto, free_port
 from benchmarks.harness.machine import machine_info
 from benchmarks.harness.procs import Child, Children
-from benchmarks.harness.results import add_results_arguments, results_dir, write_report
+from benchmarks.harness.results import add_results_arguments, results_dir, stamped, write_report
 from benchmarks.soak_report import TOOL, Call, Fault, build_markdown, classify, summarise
 
 FAULTS = ("kill", "freeze", "broker", "drop-manager", "drop-tool")
@@ -367,6 +367,7 @@ def measure(args: argparse.Namespace) -> int:
         "result": result,
     }
     markdown = build_markdown(data)
+    markdown = stamped(markdown)  # printed as written
     print(markdown)
     directory = results_dir(args)
     write_report(directory / "soak.md", markdown, data)

@@ -52,6 +52,7 @@ from benchmarks.harness.results import (
     RESULTS_DIR,
     add_results_arguments,
     results_file,
+    stamped,
     write_report,
 )
 
@@ -256,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
         rows = cli.run_async(measure(broker.url, Topics.with_prefix(prefix), args))
     info["load_after"] = list(os.getloadavg())
     text = report(rows, info, args)
+    text = stamped(text)  # printed as written
     print(text)
     path = results_file(args)
     write_report(path, text, {"config": vars_of(args), "machine": info, "rows": rows})
